@@ -1,0 +1,207 @@
+"""The pyfuse3 adapter: every handler decodes, calls `Tree`, encodes.
+
+One error contract, as in pyfuse3's examples: handlers raise only `FUSEError(errno)`.
+Anything else would take the whole mount down ("Transport endpoint is not connected"),
+so an unexpected exception is logged and answered with EIO instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pyfuse3
+
+from .tree import Stat, Tree
+
+log = logging.getLogger(__name__)
+
+# Long timeouts make cached lookups nearly free; a switch invalidates exactly what differs.
+CACHE_SECONDS = 300.0
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def _errors_as_fuse(handler: F) -> F:
+    @functools.wraps(handler)
+    async def wrapper(*args: Any) -> Any:
+        try:
+            return await handler(*args)
+        except pyfuse3.FUSEError:
+            raise
+        except OSError as exc:
+            raise pyfuse3.FUSEError(exc.errno or errno.EIO) from None
+        except Exception:
+            log.exception("overlay: %s failed", handler.__name__)
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _entry(ino: int, st: Stat) -> pyfuse3.EntryAttributes:
+    attr = pyfuse3.EntryAttributes()
+    attr.st_ino = ino
+    attr.st_mode = st.mode
+    attr.st_nlink = st.nlink
+    attr.st_uid = st.uid
+    attr.st_gid = st.gid
+    attr.st_rdev = st.rdev
+    attr.st_size = st.size
+    attr.st_blksize = 4096
+    attr.st_blocks = (st.size + 511) // 512
+    attr.st_atime_ns = st.atime_ns
+    attr.st_mtime_ns = st.mtime_ns
+    attr.st_ctime_ns = st.ctime_ns
+    attr.entry_timeout = CACHE_SECONDS
+    attr.attr_timeout = CACHE_SECONDS
+    return attr
+
+
+def _name(raw: bytes) -> str:
+    return os.fsdecode(raw)
+
+
+class ShadowOperations(pyfuse3.Operations):
+    supports_dot_lookup = True
+    enable_writeback_cache = False
+    enable_acl = False
+
+    def __init__(self, tree: Tree) -> None:
+        super().__init__()
+        self.tree = tree
+
+    @_errors_as_fuse
+    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        return _entry(*self.tree.lookup(parent_inode, _name(name)))
+
+    async def forget(self, inode_list: list[tuple[int, int]]) -> None:
+        for ino, count in inode_list:
+            self.tree.forget(ino, count)
+
+    @_errors_as_fuse
+    async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        return _entry(inode, self.tree.getattr(inode))
+
+    @_errors_as_fuse
+    async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
+                      fh: int | None, ctx: Any) -> pyfuse3.EntryAttributes:  # fmt: skip
+        if fields.update_uid or fields.update_gid:
+            current = self.tree.getattr(inode)
+            if (fields.update_uid and attr.st_uid != current.uid) or (
+                fields.update_gid and attr.st_gid != current.gid
+            ):
+                raise pyfuse3.FUSEError(errno.EPERM)  # ownership is not part of an override
+        st = self.tree.setattr(
+            inode,
+            size=attr.st_size if fields.update_size else None,
+            mode=attr.st_mode if fields.update_mode else None,
+            mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
+        )
+        return _entry(inode, st)
+
+    @_errors_as_fuse
+    async def readlink(self, inode: int, ctx: Any) -> bytes:
+        return self.tree.readlink(inode)
+
+    @_errors_as_fuse
+    async def opendir(self, inode: int, ctx: Any) -> int:
+        return self.tree.opendir(inode)
+
+    @_errors_as_fuse
+    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        for offset, name, ino, st in self.tree.readdir(fh, start_id):
+            if not pyfuse3.readdir_reply(token, os.fsencode(name), _entry(ino, st), offset):
+                return
+            self.tree.lookups[ino] += 1
+
+    async def releasedir(self, fh: int) -> None:
+        self.tree.releasedir(fh)
+
+    @_errors_as_fuse
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        return _entry(*self.tree.mkdir(parent_inode, _name(name), mode))
+
+    @_errors_as_fuse
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        self.tree.rmdir(parent_inode, _name(name))
+
+    @_errors_as_fuse
+    async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        self.tree.unlink(parent_inode, _name(name))
+
+    @_errors_as_fuse
+    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+        return _entry(*self.tree.symlink(parent_inode, _name(name), target))
+
+    @_errors_as_fuse
+    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int,
+                     name_new: bytes, flags: int, ctx: Any) -> None:  # fmt: skip
+        self.tree.rename(parent_inode_old, _name(name_old), parent_inode_new, _name(name_new), flags)
+
+    async def link(self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+        # Hard links would need shared nodes across versions; tools fall back to copying on EPERM.
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        raise pyfuse3.FUSEError(errno.EPERM)  # device nodes and fifos have no place in a shadow
+
+    @_errors_as_fuse
+    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+        fh, keep_cache = self.tree.open(inode)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
+
+    @_errors_as_fuse
+    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
+                     ctx: Any) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:  # fmt: skip
+        fh, ino, st = self.tree.create(parent_inode, _name(name), mode)
+        return pyfuse3.FileInfo(fh=fh), _entry(ino, st)
+
+    @_errors_as_fuse
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        return self.tree.read(fh, off, size)
+
+    @_errors_as_fuse
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        return self.tree.write(fh, off, buf)
+
+    async def flush(self, fh: int) -> None:
+        # Nothing to flush: writes land in memory. ENOSYS makes the kernel stop asking,
+        # which saves one round trip on every close.
+        raise pyfuse3.FUSEError(errno.ENOSYS)
+
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        return None
+
+    async def fsyncdir(self, fh: int, datasync: bool) -> None:
+        return None
+
+    @_errors_as_fuse
+    async def release(self, fh: int) -> None:
+        self.tree.release(fh)
+
+    @_errors_as_fuse
+    async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
+        st = self.tree.lower.statvfs()
+        data = pyfuse3.StatvfsData()
+        for field in ("f_bsize", "f_frsize", "f_blocks", "f_bfree", "f_bavail", "f_files",
+                      "f_ffree", "f_favail", "f_namemax"):  # fmt: skip
+            setattr(data, field, getattr(st, field))
+        return data
+
+    @_errors_as_fuse
+    async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
+        return self.tree.getxattr(inode, _name(name))
+
+    @_errors_as_fuse
+    async def listxattr(self, inode: int, ctx: Any) -> list[bytes]:
+        return [os.fsencode(n) for n in self.tree.listxattr(inode)]
+
+    async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any) -> None:
+        raise pyfuse3.FUSEError(errno.ENOTSUP)  # extended attributes are read-only in a shadow
+
+    async def removexattr(self, inode: int, name: bytes, ctx: Any) -> None:
+        raise pyfuse3.FUSEError(errno.ENOTSUP)

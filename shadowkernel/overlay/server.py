@@ -1,0 +1,188 @@
+"""The overlay process: serves the FUSE mount and answers the control channel.
+
+Run as `python -m shadowkernel.overlay.server SRC MNT --control FD --spill DIR`. It runs
+in its own process because a process that serves a FUSE mount and also reads it can
+deadlock itself, and because a crashed kernel must not leave a live mount behind: the
+overlay unmounts when its control channel closes or its parent dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+import pyfuse3
+import trio
+
+from . import channel
+from .fuse import ShadowOperations
+from .lower import Lower
+from .store import Blob, BlobStore, freeze
+from .tree import Invalidation, Tree
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        sys.exit(1)
+
+
+def mount_options() -> set[str]:
+    options = set(pyfuse3.default_options) | {"fsname=shadowkernel", "subtype=shadowkernel"}
+    if os.geteuid() == 0:
+        options.add("allow_other")  # language servers and runs may use other uids
+    return options
+
+
+class Control:
+    """Answers control requests against the live tree."""
+
+    def __init__(self, tree: Tree, budget: int) -> None:
+        self.tree = tree
+        self.budget = budget
+        self.blobs: dict[str, Blob] = {}
+        self.switches = 0
+
+    async def activate(self, manifest: Any) -> dict[str, Any]:
+        start = time.perf_counter()
+        try:
+            manifest = freeze(channel.resolved(manifest, self.blobs))
+        except KeyError as missing:
+            raise LookupError(f"blob {missing} was never sent") from None
+        invalidation = self.tree.activate(manifest)
+        swapped = time.perf_counter()
+        await trio.to_thread.run_sync(invalidate, invalidation)
+        self.switches += 1
+        return {
+            "changed": len(invalidation.entries),
+            "swap_seconds": swapped - start,
+            "seconds": time.perf_counter() - start,
+            "evicted": channel.evict(self.blobs, manifest, self.budget),
+        }
+
+    async def collect(self) -> Any:
+        return self.tree.collect()
+
+    async def statistics(self) -> dict[str, Any]:
+        stats: dict[str, Any] = dict(self.tree.statistics())
+        stats["switches"] = self.switches
+        stats["cached_blobs"] = len(self.blobs)
+        stats["rss_bytes"] = _rss_bytes()
+        stats["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return stats
+
+    async def ping(self) -> str:
+        return "pong"
+
+
+def invalidate(invalidation: Invalidation) -> None:
+    """Make the kernel forget exactly what changed. Runs in a thread: it may wait for a
+    request in flight on the same entry, which the main loop must stay free to answer."""
+    for parent_ino, name in invalidation.entries:
+        try:
+            pyfuse3.invalidate_entry(parent_ino, os.fsencode(name))
+        except OSError:
+            pass  # the kernel never looked it up
+    for ino in invalidation.inodes:
+        try:
+            pyfuse3.invalidate_inode(ino)
+        except OSError:
+            pass
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+async def serve_control(sock: trio.socket.SocketType, control: Control) -> None:
+    while True:
+        try:
+            request = await _receive(sock)
+        except EOFError:
+            return  # the kernel went away: unmount and exit
+        verb, *args = request
+        handler = getattr(control, verb, None)
+        try:
+            if handler is None or verb.startswith("_"):
+                raise ValueError(f"unknown control verb {verb!r}")
+            reply = ("ok", await handler(*args))
+        except Exception as exc:  # reported to the kernel, never fatal to the mount
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        await _send_all(sock, channel.encode(reply))
+
+
+async def _receive(sock: trio.socket.SocketType) -> Any:
+    header = await _exactly(sock, channel.HEADER.size)
+    (size,) = channel.HEADER.unpack(header)
+    return channel.pickle.loads(await _exactly(sock, size))
+
+
+async def _send_all(sock: trio.socket.SocketType, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[await sock.send(view) :]
+
+
+async def _exactly(sock: trio.socket.SocketType, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = await sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+async def run(control: Control, control_fd: int) -> None:
+    sock = trio.socket.from_stdlib_socket(socket.socket(fileno=control_fd))
+    await _send_all(sock, channel.encode(("ready", os.getpid())))
+    async with trio.open_nursery() as nursery:
+        # One task: handlers are synchronous, and one task was measured 10-20% faster.
+        nursery.start_soon(pyfuse3.main, 1, 1)
+
+        async def control_then_stop() -> None:
+            await serve_control(sock, control)
+            nursery.cancel_scope.cancel()
+
+        async def stop_on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
+                async for _ in sigs:
+                    nursery.cancel_scope.cancel()
+                    return
+
+        nursery.start_soon(control_then_stop)
+        nursery.start_soon(stop_on_signal)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="shadowkernel-overlay")
+    parser.add_argument("source")
+    parser.add_argument("mountpoint")
+    parser.add_argument("--control", type=int, required=True)
+    parser.add_argument("--spill", required=True)
+    parser.add_argument("--budget", type=int, required=True)
+    parser.add_argument("--alias", help="the path programs see the shadow at (default: MOUNTPOINT)")
+    args = parser.parse_args(argv)
+    die_with_parent()
+    tree = Tree(Lower(args.source), BlobStore(args.budget, args.spill), args.alias or args.mountpoint)
+    pyfuse3.init(ShadowOperations(tree), args.mountpoint, mount_options())
+    try:
+        trio.run(run, Control(tree, args.budget), args.control)
+    finally:
+        pyfuse3.close(unmount=True)
+
+
+if __name__ == "__main__":
+    main()

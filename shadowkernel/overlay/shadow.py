@@ -1,0 +1,210 @@
+"""`Shadow`: the kernel's handle on one folder proxy (a mount served by an overlay process).
+
+The kernel keeps the truth (every branch's manifests); the overlay process only shows one
+manifest at a time plus what programs wrote since. If the overlay dies, nothing is lost:
+the mount is detached, calls raise `OverlayError`, and `restart()` (or the next
+`activate`) brings up a fresh process showing the same manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import OverlayError, PathError
+from ..paths import RelPath
+from . import channel, mounts
+from .store import DEFAULT_MEMORY_BUDGET, EMPTY, BlobStore, File, Manifest, Override, freeze
+
+START_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Switch:
+    """What activating a manifest cost: paths the kernel had to forget, seconds end to end."""
+
+    changed: int
+    seconds: float
+    swap_seconds: float
+
+
+class Shadow:
+    def __init__(
+        self,
+        source: str | os.PathLike[str],
+        mountpoint: str | os.PathLike[str] | None = None,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        store: BlobStore | None = None,
+    ) -> None:
+        self.source = os.path.realpath(source)
+        if not os.path.isdir(self.source):
+            raise PathError(f"source {os.fspath(source)!r} is not a directory")
+        mounts.clear_stale()
+        self._own_mountpoint = mountpoint is None
+        self.mountpoint = os.path.realpath(mountpoint or tempfile.mkdtemp(prefix="shadowkernel-mnt-"))
+        if is_within_dir(self.mountpoint, self.source):
+            raise PathError(
+                f"mountpoint {self.mountpoint!r} lies inside the source folder; choose one outside it"
+            )
+        self.memory_budget = memory_budget
+        self.store = store or BlobStore(memory_budget)
+        self.manifest: Manifest = EMPTY
+        self._lock = threading.Lock()
+        self._known: set[str] = set()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._start()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        os.makedirs(self.mountpoint, exist_ok=True)
+        parent_end, child_end = socket.socketpair()
+        command = [
+            sys.executable, "-m", "shadowkernel.overlay.server", self.source, self.mountpoint,
+            "--control", str(child_end.fileno()), "--spill", self.store.spill_dir,
+            "--budget", str(self.memory_budget),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(
+            command, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        child_end.close()
+        self._sock = parent_end
+        self._known = set()
+        parent_end.settimeout(START_TIMEOUT)
+        try:
+            hello = channel.receive(parent_end)
+        except (EOFError, OSError) as exc:
+            raise OverlayError(f"the overlay process failed to mount {self.mountpoint}: "
+                               f"{self._stderr() or exc}") from None  # fmt: skip
+        finally:
+            parent_end.settimeout(None)
+        assert hello[0] == "ready", hello
+        if self.manifest:
+            self._call("activate", channel.stubbed(self.manifest, self._known))
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def restart(self) -> None:
+        """A fresh overlay process showing the current manifest (after a crash)."""
+        with self._lock:
+            self._stop()
+            self._start()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+        if self._own_mountpoint:
+            try:
+                os.rmdir(self.mountpoint)
+            except OSError:
+                pass
+
+    def __enter__(self) -> Shadow:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _stop(self) -> None:
+        if self._sock is not None:
+            self._sock.close()  # the overlay unmounts when its channel closes
+            self._sock = None
+        if self._process is not None:
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            if self._process.stderr:
+                self._process.stderr.close()
+            self._process = None
+        mounts.detach(self.mountpoint)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def activate(self, manifest: Mapping[RelPath, Override]) -> Switch:
+        """Show `manifest` on the mount; the kernel forgets exactly the paths that differ."""
+        manifest = freeze(manifest)
+        with self._lock:
+            if not self.alive:
+                self._stop()
+                self._start()
+            reply = self._call("activate", channel.stubbed(manifest, self._known))
+            self._known.difference_update(reply["evicted"])
+            self.manifest = manifest
+        return Switch(reply["changed"], reply["seconds"], reply["swap_seconds"])
+
+    def collect(self) -> dict[RelPath, Override | None]:
+        """What programs wrote through the mount since the last activation (None: removed).
+
+        Blobs come back owned by this process's store, so they outlive the overlay's copies.
+        """
+        with self._lock:
+            delta = self._call("collect")
+        return {path: self._adopt(o) for path, o in delta.items()}
+
+    def statistics(self) -> dict[str, Any]:
+        with self._lock:
+            stats = dict(self._call("statistics"))
+        stats["pid"] = self.pid
+        return stats
+
+    def _adopt(self, override: Override | None) -> Override | None:
+        if not isinstance(override, File) or override.blob is None:
+            return override
+        blob = override.blob
+        if blob.data is not None:
+            mine = self.store.make(blob.data)
+        else:
+            assert blob.spill is not None
+            mine = self.store.adopt(blob.spill, blob.size)
+        return File(blob=mine, origin=None, mode=override.mode, mtime_ns=override.mtime_ns)
+
+    def _call(self, verb: str, *args: Any) -> Any:
+        if self._sock is None or not self.alive:
+            raise self._died()
+        try:
+            self._sock.sendall(channel.encode((verb, *args)))
+            status, value = channel.receive(self._sock)
+        except (EOFError, OSError):
+            raise self._died() from None
+        if status != "ok":
+            raise OverlayError(f"the overlay refused {verb!r}: {value}")
+        return value
+
+    def _died(self) -> OverlayError:
+        code = self._process.poll() if self._process else None
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        self._stop()
+        return OverlayError(
+            f"the overlay process for {self.source} died ({how}); the mount was detached and no "
+            "branch data was lost: call restart() or activate a version to bring it back"
+        )
+
+    def _stderr(self) -> str:
+        if self._process is None or self._process.stderr is None:
+            return ""
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return ""
+        return self._process.stderr.read().decode(errors="replace").strip()
+
+
+def is_within_dir(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")

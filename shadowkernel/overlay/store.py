@@ -1,0 +1,242 @@
+"""The override store: what a branch changes on top of the user's folder, as plain data.
+
+A *manifest* maps workspace-relative paths to overrides:
+
+- `File`: new bytes (a `Blob`), or the bytes of a lower file (`origin`) when only the
+  name or the metadata changed: renames are recorded, never replayed by copying;
+- `Dir`: a directory created or renamed; `origin` names the lower directory whose
+  untouched children still show through it (None: an opaque, new directory);
+- `Symlink`: a link with its raw target;
+- `Whiteout`: the lower entry is deleted.
+
+A path without an override shows the lower entry found through its parent's source.
+Everything here is pure; the only I/O is reading a spilled blob's file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Union
+
+from ..paths import ROOT, RelPath, is_within, join, parent, rebase
+
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
+
+_blob_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, eq=False)
+class Blob:
+    """Immutable file content, in memory or spilled to a private file. Compared by identity."""
+
+    id: str
+    size: int
+    data: bytes | None = None
+    spill: str | None = None  # path of a file nobody else writes
+
+    def read(self, offset: int = 0, size: int = -1) -> bytes:
+        end = self.size if size < 0 else min(self.size, offset + size)
+        if self.data is not None:
+            return self.data[offset:end]
+        assert self.spill is not None
+        with open(self.spill, "rb") as f:
+            return os.pread(f.fileno(), end - offset, offset) if end > offset else b""
+
+    def bytes(self) -> bytes:
+        return self.read()
+
+    # Identity is the id, so a blob stays itself across the control channel's pickling.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Blob) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+class BlobStore:
+    """Makes blobs, keeping at most `memory_budget` bytes in memory and spilling the rest.
+
+    Spill files live in a private (0700) temporary directory, so the overlay process
+    can read them by path without a copy through the control channel.
+    """
+
+    def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET, spill_dir: str | None = None):
+        self.memory_budget = memory_budget
+        self.in_memory = 0
+        self.spill_dir = spill_dir or tempfile.mkdtemp(prefix="shadowkernel-spill-")
+        self._lock = threading.Lock()
+
+    def make(self, data: bytes) -> Blob:
+        with self._lock:
+            in_memory = self.in_memory + len(data) <= self.memory_budget
+            if in_memory:
+                self.in_memory += len(data)
+        if in_memory:
+            blob = Blob(_new_id(), len(data), data=bytes(data))
+            weakref.finalize(blob, self.account, -len(data))
+            return blob
+        path = self.spill_path()
+        with open(path, "wb") as f:
+            f.write(data)
+        return self.adopt(path, len(data))
+
+    def adopt(self, path: str, size: int) -> Blob:
+        """A blob for a spill file already written; the file goes when the blob does."""
+        blob = Blob(_new_id(), size, spill=path)
+        weakref.finalize(blob, _remove, path)
+        return blob
+
+    def account(self, delta: int) -> None:
+        with self._lock:
+            self.in_memory += delta
+
+    def spill_path(self) -> str:
+        fd, path = tempfile.mkstemp(dir=self.spill_dir, prefix="blob-")
+        os.close(fd)
+        return path
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _new_id() -> str:
+    return f"{os.getpid()}-{next(_blob_ids)}"
+
+
+@dataclass(frozen=True)
+class File:
+    blob: Blob | None = None
+    origin: RelPath | None = None  # lower file supplying the bytes when blob is None
+    mode: int = 0o644
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Dir:
+    origin: RelPath | None = None  # lower directory whose children show through
+    mode: int = 0o755
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Symlink:
+    target: bytes
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Whiteout:
+    pass
+
+
+WHITEOUT = Whiteout()
+
+Override = Union[File, Dir, Symlink, Whiteout]
+Manifest = Mapping[RelPath, Override]
+EMPTY: Manifest = MappingProxyType({})
+
+
+def freeze(entries: Mapping[RelPath, Override]) -> Manifest:
+    return MappingProxyType(dict(entries))
+
+
+def changed_paths(old: Manifest, new: Manifest) -> list[RelPath]:
+    """Paths whose override differs between two manifests (the cost of a switch)."""
+    keys = old.keys() | new.keys()
+    return sorted(p for p in keys if old.get(p) != new.get(p))
+
+
+def file_mode(override: Override) -> int:
+    """The st_mode type bits an override stands for (0 for a whiteout)."""
+    if isinstance(override, File):
+        return stat.S_IFREG
+    if isinstance(override, Dir):
+        return stat.S_IFDIR
+    if isinstance(override, Symlink):
+        return stat.S_IFLNK
+    return 0
+
+
+# -- resolution ---------------------------------------------------------------------------
+
+
+def lower_source(entries: Mapping[RelPath, Override], path: RelPath) -> RelPath | None:
+    """The lower path that supplies `path` (its bytes or its children), or None.
+
+    None means the entry, or one of its ancestors, is new, deleted or opaque: nothing
+    of the user's folder shows through there.
+    """
+    if path == ROOT:
+        return ROOT
+    override = entries.get(path)
+    if override is not None:
+        return override.origin if isinstance(override, (File, Dir)) else None
+    above = lower_source(entries, parent(path))
+    return None if above is None else join(above, path.rsplit("/", 1)[-1])
+
+
+def children_below(entries: Mapping[RelPath, Override], directory: RelPath) -> Iterator[RelPath]:
+    return (p for p in entries if p != directory and is_within(p, directory))
+
+
+# -- staging (whole-file edits, used by branches) -------------------------------------------
+
+
+def with_file(
+    entries: Mapping[RelPath, Override], path: RelPath, blob: Blob, mode: int, mtime_ns: int
+) -> dict[RelPath, Override]:
+    """`entries` with `path` holding `blob`; missing parent directories become explicit."""
+    out = dict(entries)
+    out[path] = File(blob=blob, mode=mode, mtime_ns=mtime_ns)
+    return out
+
+
+def with_rename(
+    entries: Mapping[RelPath, Override],
+    old: RelPath,
+    new: RelPath,
+    moved: Override,
+    old_in_lower: bool,
+) -> dict[RelPath, Override]:
+    """Record a rename of `old` (whose current override-or-lower state is `moved`) to `new`.
+
+    Overrides below `old` move with it; untouched lower children keep showing through the
+    moved directory's `origin`, so nothing is copied.
+    """
+    out = {p: o for p, o in entries.items() if not is_within(p, new)}
+    for p in list(children_below(entries, old)):
+        out.pop(p, None)
+        out[rebase(p, old, new)] = entries[p]
+    out[new] = moved
+    if old_in_lower:
+        out[old] = WHITEOUT
+    else:
+        out.pop(old, None)
+    return out
+
+
+def as_moved(entries: Mapping[RelPath, Override], path: RelPath, lower_kind: int) -> Override:
+    """The override that carries `path`'s current state to a new name.
+
+    `lower_kind` is the stat type of the lower entry when `path` has no override.
+    """
+    override = entries.get(path)
+    if override is not None and not isinstance(override, Whiteout):
+        return override
+    source = lower_source(entries, path)
+    if stat.S_ISDIR(lower_kind):
+        return Dir(origin=source)
+    return File(origin=source)
+

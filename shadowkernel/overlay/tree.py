@@ -1,0 +1,620 @@
+"""The overlay's live view: the user's folder, the active overrides, and what programs wrote.
+
+`Tree` answers every filesystem operation by inode, the way the FUSE adapter needs it,
+and raises only `OSError(errno)`. It never writes the user's folder: all reads of it go
+through `Lower`, and every change lands in `entries` (the live override layer).
+
+Inodes are keyed to paths and stay stable while a path keeps its state, so tools that
+record st_ino (git) keep their caches. A node that loses its path (unlink, replacement
+by rename, or a branch switch that changes it) becomes an *orphan*: it keeps a snapshot
+of its state for open handles and for the kernel until the kernel forgets it.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import stat
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+
+from ..paths import ROOT, RelPath, is_within, join, parent, rebase
+from .buffer import Buffer
+from .lower import Lower
+from .store import (
+    EMPTY,
+    WHITEOUT,
+    Blob,
+    BlobStore,
+    Dir,
+    File,
+    Manifest,
+    Override,
+    Symlink,
+    Whiteout,
+    changed_paths,
+    freeze,
+    lower_source,
+)
+
+ROOT_INO = 1
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+
+
+def fail(code: int) -> OSError:
+    return OSError(code, os.strerror(code))
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    mode: int
+    size: int
+    mtime_ns: int
+    nlink: int = 1
+    uid: int = 0
+    gid: int = 0
+    rdev: int = 0
+    atime_ns: int = 0
+    ctime_ns: int = 0
+
+
+@dataclass(slots=True)
+class Handle:
+    ino: int
+    fd: int | None  # the lower file, while the content comes from the user's folder
+
+
+@dataclass(frozen=True)
+class Invalidation:
+    """What the kernel must forget after a switch: entries by (parent inode, name), inodes."""
+
+    entries: tuple[tuple[int, str], ...]
+    inodes: tuple[int, ...]
+
+
+class Tree:
+    def __init__(self, lower: Lower, store: BlobStore, alias: str | None = None) -> None:
+        self.lower = lower
+        self.alias = alias or lower.root  # where the shadow appears to programs
+        self.store = store
+        root = os.stat(lower.root)
+        self.uid, self.gid = root.st_uid, root.st_gid
+        self.base: Manifest = EMPTY
+        self.entries: dict[RelPath, Override] = {}
+        self.kids: dict[RelPath, set[str]] = {}
+        self.ino_of: dict[RelPath, int] = {ROOT: ROOT_INO}
+        self.path_of: dict[int, RelPath] = {ROOT_INO: ROOT}
+        self.orphans: dict[int, Override] = {}
+        self.lookups: Counter[int] = Counter()
+        self.handles: dict[int, Handle] = {}
+        self.dirs: dict[int, list[tuple[str, int, Stat]]] = {}
+        self._inos = itertools.count(ROOT_INO + 1)
+        self._fhs = itertools.count(1)
+        self._spill_fds: dict[str, int] = {}
+
+    # -- switching and collecting ----------------------------------------------------------
+
+    def activate(self, manifest: Manifest) -> Invalidation:
+        """Show `manifest` from now on; what programs wrote since the last activation is dropped."""
+        changed = changed_paths(self.entries, manifest)
+        entries, inodes = [], []
+        for path in changed:
+            parent_ino = self.ino_of.get(parent(path))
+            if parent_ino is not None and path:
+                entries.append((parent_ino, path.rsplit("/", 1)[-1]))
+                inodes.append(parent_ino)
+            inodes.extend(self._detach(path))
+        self.base = manifest
+        self.entries = dict(manifest)
+        self.kids = _index(self.entries)
+        self._open_spills(manifest)
+        return Invalidation(tuple(entries), tuple(dict.fromkeys(inodes)))
+
+    def collect(self) -> dict[RelPath, Override | None]:
+        """What programs changed since activation: path -> frozen override, None = reverted."""
+        delta: dict[RelPath, Override | None] = {}
+        for path in changed_paths(self.base, self.entries):
+            override = self.entries.get(path)
+            delta[path] = None if override is None else self._frozen(override)
+        return delta
+
+    def snapshot(self) -> Manifest:
+        return freeze({p: self._frozen(o) for p, o in self.entries.items()})
+
+    def _frozen(self, override: Override) -> Override:
+        if isinstance(override, File) and isinstance(override.blob, Buffer):
+            return replace(override, blob=override.blob.freeze())
+        return override
+
+    def _open_spills(self, manifest: Manifest) -> None:
+        # Keep an fd on every spilled blob in use, so its file can go away under us.
+        for override in manifest.values():
+            blob = override.blob if isinstance(override, File) else None
+            if blob is not None and blob.spill and blob.spill not in self._spill_fds:
+                self._spill_fds[blob.spill] = os.open(blob.spill, os.O_RDONLY | os.O_CLOEXEC)
+
+    # -- lookups and attributes ------------------------------------------------------------
+
+    def lookup(self, parent_ino: int, name: str) -> tuple[int, Stat]:
+        path = self._dir_path(parent_ino)
+        if name == "..":
+            path = parent(path)
+        elif name != ".":
+            path = join(path, name)
+        st = self._stat_path(path)
+        if st is None:
+            raise fail(errno.ENOENT)
+        ino = self._ino(path)
+        self.lookups[ino] += 1
+        return ino, st
+
+    def forget(self, ino: int, count: int) -> None:
+        left = self.lookups[ino] - count
+        if left > 0:
+            self.lookups[ino] = left
+            return
+        del self.lookups[ino]
+        if ino in self.orphans and not any(h.ino == ino for h in self.handles.values()):
+            del self.orphans[ino]
+
+    def getattr(self, ino: int) -> Stat:
+        path, override = self._node(ino)
+        st = self._stat_override(override) if override is not None else None
+        if override is None and path is not None:
+            st = self._stat_path(path)
+        if st is None:
+            raise fail(errno.ENOENT)
+        return st
+
+    def setattr(
+        self, ino: int, size: int | None, mode: int | None, mtime_ns: int | None
+    ) -> Stat:
+        if size is not None:
+            self._writable(ino, keep=size > 0).truncate(size)
+            self._touch(ino)
+        if mode is not None or mtime_ns is not None:
+            override = self._materialize(ino)
+            if isinstance(override, (File, Dir)):
+                changes: dict[str, int] = {}
+                if mode is not None:
+                    changes["mode"] = stat.S_IMODE(mode)
+                if mtime_ns is not None:
+                    changes["mtime_ns"] = mtime_ns
+                self._put(ino, replace(override, **changes))  # type: ignore[arg-type]
+        return self.getattr(ino)
+
+    def readlink(self, ino: int) -> bytes:
+        path, override = self._node(ino)
+        if isinstance(override, Symlink):
+            target = override.target
+        elif override is None and path is not None:
+            source = lower_source(self.entries, path)
+            if source is None:
+                raise fail(errno.ENOENT)
+            target = self.lower.readlink(source)
+        else:
+            raise fail(errno.EINVAL)
+        return confine_link(target, parent(path or ROOT), self.lower.root, self.alias)
+
+    def getxattr(self, ino: int, name: str) -> bytes:
+        source = self._lower_of(ino)
+        if source is None:
+            raise fail(errno.ENODATA)
+        return self.lower.getxattr(source, name)
+
+    def listxattr(self, ino: int) -> list[str]:
+        source = self._lower_of(ino)
+        return [] if source is None else self.lower.listxattr(source)
+
+    def _lower_of(self, ino: int) -> RelPath | None:
+        """The lower entry that `ino` shows unchanged, if any (its xattrs show through)."""
+        path, override = self._node(ino)
+        if override is None and path is not None:
+            return lower_source(self.entries, path)
+        return override.origin if isinstance(override, (File, Dir)) else None
+
+    # -- directories -----------------------------------------------------------------------
+
+    def opendir(self, ino: int) -> int:
+        path = self._dir_path(ino)
+        listing = [(name, self._ino(join(path, name)), st) for name, st in self._list(path)]
+        fh = next(self._fhs)
+        self.dirs[fh] = listing
+        return fh
+
+    def readdir(self, fh: int, start: int) -> Iterator[tuple[int, str, int, Stat]]:
+        """(next offset, name, inode, attributes) from `start`; the caller counts lookups."""
+        for offset, (name, ino, st) in enumerate(self.dirs[fh][start:], start + 1):
+            yield offset, name, ino, st
+
+    def releasedir(self, fh: int) -> None:
+        self.dirs.pop(fh, None)
+
+    def mkdir(self, parent_ino: int, name: str, mode: int) -> tuple[int, Stat]:
+        path = self._new_path(parent_ino, name)
+        self._set(path, Dir(mode=stat.S_IMODE(mode), mtime_ns=time.time_ns()))
+        return self.lookup(parent_ino, name)
+
+    def rmdir(self, parent_ino: int, name: str) -> None:
+        path = join(self._dir_path(parent_ino), name)
+        st = self._stat_path(path)
+        if st is None:
+            raise fail(errno.ENOENT)
+        if not stat.S_ISDIR(st.mode):
+            raise fail(errno.ENOTDIR)
+        if next(iter(self._list(path)), None) is not None:
+            raise fail(errno.ENOTEMPTY)
+        self._remove(path)
+
+    # -- files -----------------------------------------------------------------------------
+
+    def create(self, parent_ino: int, name: str, mode: int) -> tuple[int, int, Stat]:
+        path = self._new_path(parent_ino, name)
+        buffer = Buffer(self.store)
+        self._set(path, File(blob=buffer, mode=stat.S_IMODE(mode), mtime_ns=time.time_ns()))  # type: ignore[arg-type]
+        ino, st = self.lookup(parent_ino, name)
+        return self._open_handle(ino, None), ino, st
+
+    def symlink(self, parent_ino: int, name: str, target: bytes) -> tuple[int, Stat]:
+        path = self._new_path(parent_ino, name)
+        self._set(path, Symlink(target=target, mtime_ns=time.time_ns()))
+        return self.lookup(parent_ino, name)
+
+    def unlink(self, parent_ino: int, name: str) -> None:
+        path = join(self._dir_path(parent_ino), name)
+        st = self._stat_path(path)
+        if st is None:
+            raise fail(errno.ENOENT)
+        if stat.S_ISDIR(st.mode):
+            raise fail(errno.EISDIR)
+        self._remove(path)
+
+    def open(self, ino: int) -> tuple[int, bool]:
+        """A handle for `ino`, and whether the kernel may keep its cached pages."""
+        path, override = self._node(ino)
+        if isinstance(override, File) and override.blob is not None:
+            return self._open_handle(ino, None), True
+        source = self._content_source(path, override)
+        if source is None:
+            raise fail(errno.ENOENT)
+        return self._open_handle(ino, self.lower.open(source)), True
+
+    def read(self, fh: int, offset: int, size: int) -> bytes:
+        handle = self.handles[fh]
+        _, override = self._node(handle.ino)
+        blob = override.blob if isinstance(override, File) else None
+        if blob is None:
+            assert handle.fd is not None
+            return os.pread(handle.fd, size, offset)
+        if isinstance(blob, Buffer):
+            return blob.read(offset, size)
+        return self._read_blob(blob, offset, size)
+
+    def write(self, fh: int, offset: int, data: bytes) -> int:
+        ino = self.handles[fh].ino
+        written = self._writable(ino).write(offset, data)
+        self._touch(ino)
+        return written
+
+    def release(self, fh: int) -> None:
+        handle = self.handles.pop(fh)
+        if handle.fd is not None:
+            os.close(handle.fd)
+        if handle.ino in self.orphans and not self.lookups[handle.ino]:
+            if not any(h.ino == handle.ino for h in self.handles.values()):
+                del self.orphans[handle.ino]
+
+    # -- renames ---------------------------------------------------------------------------
+
+    def rename(self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int) -> None:
+        old = join(self._dir_path(old_parent), old_name)
+        new = join(self._dir_path(new_parent), new_name)
+        old_st, new_st = self._stat_path(old), self._stat_path(new)
+        if old_st is None:
+            raise fail(errno.ENOENT)
+        if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) or flags == RENAME_NOREPLACE | RENAME_EXCHANGE:
+            raise fail(errno.EINVAL)
+        if flags & RENAME_NOREPLACE and new_st is not None:
+            raise fail(errno.EEXIST)
+        if flags & RENAME_EXCHANGE:
+            if new_st is None:
+                raise fail(errno.ENOENT)
+            return self._exchange(old, new)
+        if old == new:
+            return
+        if is_within(new, old):
+            raise fail(errno.EINVAL)
+        if new_st is not None:
+            self._check_replaceable(old_st, new, new_st)
+        moved = self._subtree(old, old_st)
+        if new_st is not None:
+            self._remove(new)
+        self._remove(old, keep_inodes=True)
+        self._move_inodes(old, new, stat.S_ISDIR(old_st.mode))
+        for rel, override in moved.items():
+            self._set(rebase(rel, old, new), override)
+
+    def _check_replaceable(self, old_st: Stat, new: RelPath, new_st: Stat) -> None:
+        if stat.S_ISDIR(new_st.mode):
+            if not stat.S_ISDIR(old_st.mode):
+                raise fail(errno.EISDIR)
+            if next(iter(self._list(new)), None) is not None:
+                raise fail(errno.ENOTEMPTY)
+        elif stat.S_ISDIR(old_st.mode):
+            raise fail(errno.ENOTDIR)
+
+    def _exchange(self, a: RelPath, b: RelPath) -> None:
+        if is_within(a, b) or is_within(b, a):
+            raise fail(errno.EINVAL)
+        a_st, b_st = self._stat_path(a), self._stat_path(b)
+        assert a_st is not None and b_st is not None
+        tree_a, tree_b = self._subtree(a, a_st), self._subtree(b, b_st)
+        for path in (a, b):
+            for rel in [p for p in self.entries if is_within(p, path)]:
+                self._pop(rel)
+        swap = {p: rebase(p, a, b) for p in self.ino_of if is_within(p, a)}
+        swap.update({p: rebase(p, b, a) for p in self.ino_of if is_within(p, b)})
+        inos = {p: self.ino_of.pop(p) for p in swap}
+        for old_path, new_path in swap.items():
+            self.ino_of[new_path] = inos[old_path]
+            self.path_of[inos[old_path]] = new_path
+        for rel, override in tree_a.items():
+            self._set(rebase(rel, a, b), override)
+        for rel, override in tree_b.items():
+            self._set(rebase(rel, b, a), override)
+
+    def _subtree(self, path: RelPath, st: Stat) -> dict[RelPath, Override]:
+        """Overrides that carry `path` and everything below it to another name."""
+        below = self._below(self.entries, path, stat.S_ISDIR(st.mode))
+        moved = {p: self.entries[p] for p in below if p != path}
+        moved[path] = self._snapshot(path, st)
+        return moved
+
+    # -- statistics ------------------------------------------------------------------------
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "overrides": len(self.entries),
+            "inodes": len(self.ino_of),
+            "orphans": len(self.orphans),
+            "handles": len(self.handles),
+            "memory_bytes": self.store.in_memory,
+        }
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _node(self, ino: int) -> tuple[RelPath | None, Override | None]:
+        path = self.path_of.get(ino)
+        if path is not None:
+            return path, self.entries.get(path)
+        override = self.orphans.get(ino)
+        if override is None:
+            raise fail(errno.ENOENT)
+        return None, override
+
+    def _dir_path(self, ino: int) -> RelPath:
+        path = self.path_of.get(ino)
+        if path is None:
+            raise fail(errno.ENOENT)  # a directory that was removed or switched away
+        return path
+
+    def _ino(self, path: RelPath) -> int:
+        ino = self.ino_of.get(path)
+        if ino is None:
+            ino = next(self._inos)
+            self.ino_of[path] = ino
+            self.path_of[ino] = path
+        return ino
+
+    def _new_path(self, parent_ino: int, name: str) -> RelPath:
+        path = join(self._dir_path(parent_ino), name)
+        if self._stat_path(path) is not None:
+            raise fail(errno.EEXIST)
+        return path
+
+    def _stat_path(self, path: RelPath) -> Stat | None:
+        override = self.entries.get(path)
+        if override is not None:
+            return self._stat_override(override)
+        source = lower_source(self.entries, path)
+        return None if source is None else self._stat_lower(source)
+
+    def _stat_lower(self, source: RelPath) -> Stat | None:
+        st = self.lower.lstat(source)
+        if st is None:
+            return None
+        return Stat(
+            mode=st.st_mode, size=st.st_size, mtime_ns=st.st_mtime_ns, nlink=st.st_nlink,
+            uid=st.st_uid, gid=st.st_gid, rdev=st.st_rdev, atime_ns=st.st_atime_ns,
+            ctime_ns=st.st_ctime_ns,
+        )  # fmt: skip
+
+    def _stat_override(self, override: Override) -> Stat | None:
+        if isinstance(override, Whiteout):
+            return None
+        if isinstance(override, Symlink):
+            return self._synthetic(stat.S_IFLNK | 0o777, len(override.target), override.mtime_ns)
+        if isinstance(override, Dir):
+            return self._synthetic(stat.S_IFDIR | override.mode, 4096, override.mtime_ns, nlink=2)
+        if override.blob is not None:
+            size = override.blob.size
+        else:
+            lower = self._stat_lower(override.origin) if override.origin is not None else None
+            if lower is None:
+                return None
+            size = lower.size
+        return self._synthetic(stat.S_IFREG | override.mode, size, override.mtime_ns)
+
+    def _synthetic(self, mode: int, size: int, mtime_ns: int, nlink: int = 1) -> Stat:
+        return Stat(mode=mode, size=size, mtime_ns=mtime_ns, nlink=nlink, uid=self.uid,
+                    gid=self.gid, atime_ns=mtime_ns, ctime_ns=mtime_ns)  # fmt: skip
+
+    def _list(self, path: RelPath) -> Iterator[tuple[str, Stat]]:
+        source = lower_source(self.entries, path)
+        names = self.lower.listdir(source) if source is not None else []
+        own = self.kids.get(path, set())
+        for name in names:
+            if name not in own:
+                st = self._stat_lower(join(source, name))  # type: ignore[arg-type]
+                if st is not None:
+                    yield name, st
+        for name in sorted(own):
+            st = self._stat_override(self.entries[join(path, name)])
+            if st is not None:
+                yield name, st
+
+    def _shows_lower(self, path: RelPath) -> bool:
+        """Whether the user's folder has an entry that would show at `path` without an override."""
+        source = lower_source(self.entries, parent(path))
+        return source is not None and self.lower.lstat(join(source, path.rsplit("/", 1)[-1])) is not None
+
+    def _content_source(self, path: RelPath | None, override: Override | None) -> RelPath | None:
+        if isinstance(override, File):
+            return override.origin
+        return None if path is None else lower_source(self.entries, path)
+
+    def _snapshot(self, path: RelPath, st: Stat) -> Override:
+        """An override that reproduces `path`'s current state wherever it is put."""
+        override = self.entries.get(path)
+        if override is not None:
+            return override
+        source = lower_source(self.entries, path)
+        mode = stat.S_IMODE(st.mode)
+        if stat.S_ISDIR(st.mode):
+            return Dir(origin=source, mode=mode, mtime_ns=st.mtime_ns)
+        if stat.S_ISLNK(st.mode):
+            return Symlink(target=self.lower.readlink(source), mtime_ns=st.mtime_ns)  # type: ignore[arg-type]
+        return File(origin=source, mode=mode, mtime_ns=st.mtime_ns)
+
+    def _materialize(self, ino: int) -> Override:
+        path, override = self._node(ino)
+        if override is None:
+            assert path is not None
+            st = self._stat_path(path)
+            if st is None:
+                raise fail(errno.ENOENT)
+            override = self._snapshot(path, st)
+            self._put(ino, override)
+        return override
+
+    def _writable(self, ino: int, keep: bool = True) -> Buffer:
+        """The node's content as a mutable buffer, copying it up on first write."""
+        override = self._materialize(ino)
+        if not isinstance(override, File):
+            raise fail(errno.EISDIR if isinstance(override, Dir) else errno.EINVAL)
+        if isinstance(override.blob, Buffer):
+            return override.blob
+        buffer = Buffer(self.store, self._content(override) if keep else b"")
+        self._put(ino, replace(override, blob=buffer, origin=None))  # type: ignore[arg-type]
+        return buffer
+
+    def _content(self, override: File) -> bytes:
+        if override.blob is not None:
+            return self._read_blob(override.blob, 0, override.blob.size)
+        assert override.origin is not None
+        return self.lower.read(override.origin)
+
+    def _read_blob(self, blob: Blob, offset: int, size: int) -> bytes:
+        if blob.data is not None:
+            return blob.data[offset : offset + size]
+        fd = self._spill_fds.get(blob.spill)  # type: ignore[arg-type]
+        return os.pread(fd, size, offset) if fd is not None else blob.read(offset, size)
+
+    def _touch(self, ino: int) -> None:
+        _, override = self._node(ino)
+        if isinstance(override, File):
+            self._put(ino, replace(override, mtime_ns=time.time_ns()))
+
+    def _open_handle(self, ino: int, fd: int | None) -> int:
+        fh = next(self._fhs)
+        self.handles[fh] = Handle(ino, fd)
+        return fh
+
+    def _put(self, ino: int, override: Override) -> None:
+        path = self.path_of.get(ino)
+        if path is None:
+            self.orphans[ino] = override
+        else:
+            self._set(path, override)
+
+    def _set(self, path: RelPath, override: Override) -> None:
+        self.entries[path] = override
+        if path:
+            self.kids.setdefault(parent(path), set()).add(path.rsplit("/", 1)[-1])
+
+    def _pop(self, path: RelPath) -> None:
+        if self.entries.pop(path, None) is not None and path:
+            siblings = self.kids.get(parent(path))
+            if siblings is not None:
+                siblings.discard(path.rsplit("/", 1)[-1])
+
+    def _remove(self, path: RelPath, keep_inodes: bool = False) -> None:
+        """Delete `path` and everything below it, leaving a whiteout where the user's folder shows."""
+        st = self._stat_path(path)
+        is_dir = st is not None and stat.S_ISDIR(st.mode)
+        if not keep_inodes:
+            self._detach(path)
+        shows_lower = self._shows_lower(path)
+        for rel in self._below(self.entries, path, is_dir):
+            self._pop(rel)
+        if shows_lower:
+            self._set(path, WHITEOUT)
+
+    def _detach(self, path: RelPath) -> list[int]:
+        """Unbind `path` and its descendants from their inodes, keeping what the kernel holds."""
+        if not path:
+            return []
+        st = self._stat_path(path)
+        inos = []
+        for rel in self._below(self.ino_of, path, st is not None and stat.S_ISDIR(st.mode)):
+            ino = self.ino_of.pop(rel)
+            del self.path_of[ino]
+            inos.append(ino)
+            if self.lookups[ino] or any(h.ino == ino for h in self.handles.values()):
+                st = self._stat_path(rel)
+                if st is not None:
+                    self.orphans[ino] = self._snapshot(rel, st)
+        return inos
+
+    def _move_inodes(self, old: RelPath, new: RelPath, is_dir: bool) -> None:
+        for rel in self._below(self.ino_of, old, is_dir):
+            ino = self.ino_of.pop(rel)
+            moved = rebase(rel, old, new)
+            self.ino_of[moved] = ino
+            self.path_of[ino] = moved
+
+    @staticmethod
+    def _below(keys: Mapping[RelPath, object], path: RelPath, is_dir: bool) -> list[RelPath]:
+        """`path` and, for a directory, every key below it (a scan only directories pay)."""
+        if not is_dir:
+            return [path] if path in keys else []
+        return [p for p in keys if is_within(p, path)]
+
+
+def confine_link(target: bytes, directory: RelPath, root: str, alias: str) -> bytes:
+    """A link target as programs in the shadow must see it: a target that resolves into the
+    user's folder is redirected to the same place in the shadow, so nothing reached through a
+    link can write the user's files; targets elsewhere resolve exactly as they did."""
+    if root == alias:
+        return target
+    broot, balias = os.fsencode(root), os.fsencode(alias)
+    where = os.path.normpath(os.path.join(broot, os.fsencode(directory), target))
+    inside = where == broot or where.startswith(broot + b"/")
+    if not inside:
+        return where if not target.startswith(b"/") else target
+    shadowed = balias + where[len(broot) :]
+    if target.startswith(b"/"):
+        return shadowed
+    return os.path.relpath(shadowed, os.path.join(balias, os.fsencode(directory)))
+
+
+def _index(entries: Mapping[RelPath, Override]) -> dict[RelPath, set[str]]:
+    kids: dict[RelPath, set[str]] = {}
+    for path in entries:
+        if path:
+            kids.setdefault(parent(path), set()).add(path.rsplit("/", 1)[-1])
+    return kids
