@@ -1,0 +1,472 @@
+"""One language server process and the LSP conversation with it.
+
+The client keeps the server's open documents (with versions that only grow, also across a
+close and reopen, so a late publish for an old text can never pass for a new one), answers
+every request the server sends, and offers `diagnostics(path)` that returns only when the
+diagnostics are final for the text just sent: by pull, by a versioned publish, or by
+asking tsserver synchronously (typescript-language-server publishes without a version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+from lsprotocol import types as lsp
+from lsprotocol.converters import get_converter
+
+from ..errors import ServerError
+from ..paths import RelPath
+from .documents import Encoding, TextIndex, language_id, path_to_uri
+from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, Endpoint, ResponseError, ServerCrashed
+from .specs import ServerSpec
+
+
+def _converter() -> Any:
+    """lsprotocol's converter plus the hook it misses with cattrs >= 25: the optional
+    notebook filter of NotebookDocumentFilterWithCells (ruff's initialize result has one)."""
+    converter = get_converter()
+    cells = attrs.fields(lsp.NotebookDocumentFilterWithCells).notebook.type
+    notebook = attrs.fields(lsp.NotebookDocumentFilterWithNotebook).notebook.type
+    converter.register_structure_hook(
+        cells, lambda obj, _: None if obj is None else converter.structure(obj, notebook)
+    )
+    return converter
+
+
+converter = _converter()
+
+# Requests a server may send that need nothing but an empty success (an error answer makes
+# some servers exit: pyright 1.1.414 does on workspace/diagnostic/refresh).
+_NULL_REQUESTS = {
+    "window/workDoneProgress/create", "workspace/diagnostic/refresh",
+    "workspace/semanticTokens/refresh", "workspace/inlayHint/refresh",
+    "workspace/inlineValue/refresh", "workspace/codeLens/refresh",
+    "workspace/foldingRange/refresh", "window/showMessageRequest",
+}  # fmt: skip
+
+_TS_CATEGORY = {"error": 1, "warning": 2, "suggestion": 4, "message": 3}
+
+
+def structure(method: str, result: Any) -> Any:
+    """Decode a raw result of `method` into lsprotocol types (through its Response type)."""
+    response_type = lsp.METHOD_TO_TYPES[method][1]
+    message = {"jsonrpc": "2.0", "id": 0, "result": result}
+    return converter.structure(message, response_type).result
+
+
+def unstructure(value: Any) -> Any:
+    return converter.unstructure(value)
+
+
+def client_capabilities() -> lsp.ClientCapabilities:
+    markup = [lsp.MarkupKind.Markdown, lsp.MarkupKind.PlainText]
+    return lsp.ClientCapabilities(
+        general=lsp.GeneralClientCapabilities(position_encodings=[lsp.PositionEncodingKind.Utf16]),
+        workspace=lsp.WorkspaceClientCapabilities(
+            apply_edit=False,  # server edits are never applied: nothing reaches the disk
+            configuration=True,
+            workspace_folders=True,
+            did_change_watched_files=lsp.DidChangeWatchedFilesClientCapabilities(
+                dynamic_registration=True, relative_pattern_support=True),
+            diagnostics=lsp.DiagnosticWorkspaceClientCapabilities(refresh_support=True),
+        ),
+        text_document=lsp.TextDocumentClientCapabilities(
+            synchronization=lsp.TextDocumentSyncClientCapabilities(did_save=False),
+            publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
+                version_support=True, related_information=True, code_description_support=True),
+            # dynamic registration: pyright offers pull diagnostics only this way
+            diagnostic=lsp.DiagnosticClientCapabilities(dynamic_registration=True),
+            code_action=lsp.CodeActionClientCapabilities(
+                code_action_literal_support=lsp.ClientCodeActionLiteralOptions(
+                    code_action_kind=lsp.ClientCodeActionKindOptions(
+                        value_set=[lsp.CodeActionKind.QuickFix])),
+                is_preferred_support=True),
+            definition=lsp.DefinitionClientCapabilities(link_support=True),
+            references=lsp.ReferenceClientCapabilities(),
+            hover=lsp.HoverClientCapabilities(content_format=markup),
+            document_symbol=lsp.DocumentSymbolClientCapabilities(
+                hierarchical_document_symbol_support=True),
+        ),
+        window=lsp.WindowClientCapabilities(work_done_progress=False),
+    )  # fmt: skip
+
+
+def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
+    """`settings` at a dotted section ('python.analysis'), None when absent."""
+    node: Any = settings
+    for part in (section or "").split("."):
+        if not part:
+            continue
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def tsserver_diagnostic(raw: Mapping[str, Any]) -> lsp.Diagnostic:
+    """A tsserver diagnostic (1-based line/offset in UTF-16 units) as an LSP Diagnostic."""
+    start, end = raw["start"], raw["end"]
+    return lsp.Diagnostic(
+        range=lsp.Range(lsp.Position(start["line"] - 1, start["offset"] - 1),
+                        lsp.Position(end["line"] - 1, end["offset"] - 1)),
+        message=raw.get("text", ""),
+        severity=lsp.DiagnosticSeverity(_TS_CATEGORY.get(raw.get("category", "error"), 1)),
+        code=raw.get("code"),
+        source=raw.get("source") or "typescript",
+    )  # fmt: skip
+
+
+class OpenDocument:
+    __slots__ = ("text", "version", "index")
+
+    def __init__(self, text: str, version: int, encoding: Encoding) -> None:
+        self.text = text
+        self.version = version
+        self.index = TextIndex(text, encoding)
+
+
+class LanguageClient:
+    """A started server: `await LanguageClient.start(spec, root)`."""
+
+    def __init__(self, spec: ServerSpec, root: Path, process: asyncio.subprocess.Process) -> None:
+        self.spec = spec
+        self.root = root
+        self.process = process
+        self.state = "starting"
+        self.encoding: Encoding = "utf-16"
+        self.capabilities = lsp.ServerCapabilities()
+        self.documents: dict[RelPath, OpenDocument] = {}
+        self.stderr: collections.deque[str] = collections.deque(maxlen=50)
+        self._versions: dict[RelPath, int] = {}
+        self._published: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
+        self._waiters: list[tuple[str, int, asyncio.Future[list[lsp.Diagnostic]]]] = []
+        self._registrations: dict[str, lsp.Registration] = {}
+        self._registered = asyncio.Event()
+        self._stopping = False
+        self._tasks: list[asyncio.Task[Any]] = []
+        assert process.stdout is not None and process.stdin is not None
+        self.endpoint = Endpoint(spec.name, process.stdout, process.stdin,  # type: ignore[arg-type]
+                                 self._on_request, self._on_notification)  # fmt: skip
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    @classmethod
+    async def start(cls, spec: ServerSpec, root: Path) -> LanguageClient:
+        command = spec.command()
+        process = await asyncio.create_subprocess_exec(
+            *command, cwd=root, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=1 << 24,
+        )  # own session: killing the group also ends helpers (tsserver, workers)
+        client = cls(spec, root, process)
+        client._tasks = [asyncio.create_task(client._drain_stderr()),
+                         asyncio.create_task(client._watch_exit())]  # fmt: skip
+        try:
+            await client._initialize()
+        except BaseException:
+            client.kill()
+            raise
+        return client
+
+    async def _initialize(self) -> None:
+        uri = self.root.as_uri()
+        params = lsp.InitializeParams(
+            capabilities=client_capabilities(),
+            process_id=os.getpid(),
+            root_uri=uri,
+            root_path=str(self.root),
+            workspace_folders=[lsp.WorkspaceFolder(uri=uri, name=self.root.name or "root")],
+            initialization_options=self.spec.initialization_options,
+            client_info=lsp.ClientInfo(name="shadowkernel"),
+        )
+        raw = await self.request("initialize", unstructure(params))
+        result: lsp.InitializeResult = structure("initialize", raw)
+        self.capabilities = result.capabilities
+        self.encoding = str(result.capabilities.position_encoding or "utf-16")  # type: ignore[assignment]
+        await self.endpoint.notify("initialized", {})
+        if self.spec.settings:
+            await self.endpoint.notify("workspace/didChangeConfiguration",
+                                       {"settings": dict(self.spec.settings)})  # fmt: skip
+        self.state = "running"
+
+    async def shutdown(self, timeout: float = 5.0) -> None:
+        """Polite shutdown (shutdown request, exit), then kill if it does not end in time."""
+        self._stopping = True
+        if self.process.returncode is None:
+            with contextlib.suppress(ServerError, OSError):
+                await self.endpoint.request("shutdown", None, timeout)
+                await self.endpoint.notify("exit", None)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.process.wait(), timeout)
+        self.kill()
+        self.state = "stopped"
+
+    def kill(self) -> None:
+        self._stopping = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.endpoint.close("the server was stopped")
+        for task in self._tasks:
+            task.cancel()
+
+    @property
+    def alive(self) -> bool:
+        return self.state == "running" and self.process.returncode is None
+
+    async def _drain_stderr(self) -> None:
+        # A chatty server blocks on a full pipe unless someone reads it.
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            self.stderr.append(line.decode(errors="replace").rstrip())
+
+    async def _watch_exit(self) -> None:
+        code = await self.process.wait()
+        if not self._stopping:
+            self.state = "crashed"
+            tail = " | ".join(list(self.stderr)[-5:])
+            reason = f"the server exited with code {code}" + (f" (stderr: {tail})" if tail else "")
+            self.endpoint.close(reason)
+            self._fail_waiters(reason)
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        return await self.endpoint.request(method, params, timeout or self.spec.request_timeout)
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        if method == "workspace/configuration":
+            items = (params or {}).get("items", [])
+            return [lookup_section(self.spec.settings, item.get("section")) for item in items]
+        if method == "client/registerCapability":
+            for registration in structure_params(method, params).registrations:
+                self._registrations[registration.id] = registration
+            self._registered.set()
+            return None
+        if method == "client/unregisterCapability":
+            for item in (params or {}).get("unregisterations", []):
+                self._registrations.pop(item.get("id"), None)
+            return None
+        if method == "workspace/workspaceFolders":
+            return [{"uri": self.root.as_uri(), "name": self.root.name or "root"}]
+        if method == "workspace/applyEdit":
+            return {"applied": False, "failureReason": "shadowkernel never applies server edits"}
+        if method == "window/showDocument":
+            return {"success": False}
+        # Unknown requests get an empty success too, never an error (see _NULL_REQUESTS).
+        return None
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == "textDocument/publishDiagnostics":
+            self._on_publish(structure_params(method, params))
+        elif method == "window/logMessage":
+            self.stderr.append(str((params or {}).get("message", ""))[:500])
+
+    def _on_publish(self, params: lsp.PublishDiagnosticsParams) -> None:
+        self._published[params.uri] = (params.version, list(params.diagnostics))
+        still = []
+        for uri, version, future in self._waiters:
+            if future.done():
+                continue
+            if uri == params.uri and params.version is not None and params.version >= version:
+                future.set_result(list(params.diagnostics))
+            else:
+                still.append((uri, version, future))
+        self._waiters = still
+
+    def _fail_waiters(self, reason: str) -> None:
+        for _, _, future in self._waiters:
+            if not future.done():
+                future.set_exception(ServerCrashed(f"{self.spec.name}: {reason}"))
+        self._waiters = []
+
+    # -- documents --------------------------------------------------------------------------
+
+    def uri(self, path: RelPath) -> str:
+        return path_to_uri(self.root, path)
+
+    def _next_version(self, path: RelPath) -> int:
+        self._versions[path] = self._versions.get(path, 0) + 1
+        return self._versions[path]
+
+    async def put(self, path: RelPath, text: str) -> None:
+        """Make `path` open with exactly `text` (didOpen, or didChange when it differs)."""
+        current = self.documents.get(path)
+        if current is not None and current.text == text:
+            return
+        version = self._next_version(path)
+        self.documents[path] = OpenDocument(text, version, self.encoding)
+        if current is None:
+            item = {"uri": self.uri(path), "languageId": language_id(path),
+                    "version": version, "text": text}  # fmt: skip
+            await self.endpoint.notify("textDocument/didOpen", {"textDocument": item})
+        else:
+            # Full text: valid whatever sync kind the server asked for, and never drifts.
+            await self.endpoint.notify("textDocument/didChange", {
+                "textDocument": {"uri": self.uri(path), "version": version},
+                "contentChanges": [{"text": text}],
+            })  # fmt: skip
+
+    async def close(self, path: RelPath) -> None:
+        if self.documents.pop(path, None) is not None:
+            self._published.pop(self.uri(path), None)
+            await self.endpoint.notify("textDocument/didClose",
+                                       {"textDocument": {"uri": self.uri(path)}})  # fmt: skip
+
+    async def files_changed(self, changes: list[tuple[RelPath, lsp.FileChangeType]]) -> None:
+        if changes:
+            events = [{"uri": self.uri(p), "type": int(kind)} for p, kind in changes]
+            await self.endpoint.notify("workspace/didChangeWatchedFiles", {"changes": events})
+
+    # -- diagnostics ------------------------------------------------------------------------
+
+    @property
+    def pull_identifiers(self) -> list[str | None]:
+        """One entry per diagnostic provider (static or registered) to pull from."""
+        idents: list[str | None] = []
+        static = self.capabilities.diagnostic_provider
+        if static is not None:
+            idents.append(getattr(static, "identifier", None))
+        for registration in self._registrations.values():
+            if registration.method == "textDocument/diagnostic":
+                options = registration.register_options or {}
+                idents.append(options.get("identifier") if isinstance(options, dict) else None)
+        return list(dict.fromkeys(idents))
+
+    async def _mode(self) -> str:
+        mode = self.spec.diagnostics
+        if mode == "pull" and not self.pull_identifiers:
+            # Registration arrives after `initialized`; wait for it (bounded), not a sleep.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.spec.request_timeout):
+                    while not self.pull_identifiers:
+                        self._registered.clear()
+                        await self._registered.wait()
+            if not self.pull_identifiers:
+                raise ServerError(f"{self.spec.name} did not offer pull diagnostics; set "
+                                  "diagnostics='push' (or 'auto') in its ServerSpec")  # fmt: skip
+        if mode == "auto":
+            return "pull" if self.pull_identifiers else "push"
+        return mode
+
+    async def diagnostics(self, path: RelPath) -> list[lsp.Diagnostic]:
+        """Diagnostics final for the text of `path` last sent (it must be open)."""
+        if path not in self.documents:
+            raise ServerError(f"{self.spec.name}: {path!r} is not open; call put() first")
+        mode = await self._mode()
+        if mode == "pull":
+            results = [await self._pull(path, ident) for ident in self.pull_identifiers]
+            return [d for result in results for d in result]
+        if mode == "tsserver":
+            return await self._tsserver(path)
+        return await self._pushed(path)
+
+    async def _pull(self, path: RelPath, identifier: str | None) -> list[lsp.Diagnostic]:
+        params = {"textDocument": {"uri": self.uri(path)}}
+        if identifier:
+            params["identifier"] = identifier  # type: ignore[assignment]
+        for _ in range(10):
+            try:
+                raw = await self.request("textDocument/diagnostic", params)
+            except ResponseError as error:
+                # The server dropped the request because the text moved on; ask again.
+                if error.code in (SERVER_CANCELLED, CONTENT_MODIFIED):
+                    continue
+                raise
+            report = structure("textDocument/diagnostic", raw)
+            return list(getattr(report, "items", ()) or ())
+        raise ServerError(f"{self.spec.name} kept cancelling diagnostics for {path!r}; retry")
+
+    async def _pushed(self, path: RelPath) -> list[lsp.Diagnostic]:
+        uri, version = self.uri(path), self.documents[path].version
+        published = self._published.get(uri)
+        if published and published[0] is not None and published[0] >= version:
+            return published[1]
+        future: asyncio.Future[list[lsp.Diagnostic]] = asyncio.get_running_loop().create_future()
+        self._waiters.append((uri, version, future))
+        try:
+            return await asyncio.wait_for(future, self.spec.request_timeout)
+        except TimeoutError:
+            raise ServerError(
+                f"{self.spec.name} published no diagnostics for {path!r} version {version} "
+                f"within {self.spec.request_timeout:g} s (a server that publishes without a "
+                "version needs diagnostics='pull' or 'tsserver' in its ServerSpec)"
+            ) from None
+
+    async def _tsserver(self, path: RelPath) -> list[lsp.Diagnostic]:
+        found: list[lsp.Diagnostic] = []
+        for kind in ("syntacticDiagnosticsSync", "semanticDiagnosticsSync"):
+            params = {"command": "typescript.tsserverRequest",
+                      "arguments": [kind, {"file": self.uri(path)}]}  # fmt: skip
+            raw = await self.request("workspace/executeCommand", params)
+            body = raw.get("body", raw) if isinstance(raw, dict) else raw
+            found += [tsserver_diagnostic(d) for d in body or ()]
+        return found
+
+    async def code_actions(self, path: RelPath, diagnostic: lsp.Diagnostic) -> list[lsp.CodeAction]:
+        if not self.capabilities.code_action_provider:
+            return []
+        params = lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(self.uri(path)),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic],
+                                          only=[lsp.CodeActionKind.QuickFix]),
+        )  # fmt: skip
+        raw = await self.request("textDocument/codeAction", unstructure(params))
+        actions = structure("textDocument/codeAction", raw) or []
+        return [a for a in actions if isinstance(a, lsp.CodeAction)]
+
+    # -- navigation ---------------------------------------------------------------------------
+
+    def supports(self, provider: str) -> bool:
+        return bool(getattr(self.capabilities, provider, None))
+
+    async def position_request(
+        self, method: str, path: RelPath, position: lsp.Position, **extra: Any
+    ) -> Any:
+        params = {"textDocument": {"uri": self.uri(path)}, "position": unstructure(position),
+                  **extra}  # fmt: skip
+        return structure(method, await self.request(method, params))
+
+    async def document_symbols(self, path: RelPath) -> Any:
+        raw = await self.request("textDocument/documentSymbol",
+                                 {"textDocument": {"uri": self.uri(path)}})  # fmt: skip
+        return structure("textDocument/documentSymbol", raw)
+
+    # -- statistics -----------------------------------------------------------------------------
+
+    def rss(self) -> int:
+        """Resident memory of the server and its child processes, in bytes."""
+        return sum(_rss(pid) for pid in _process_tree(self.process.pid))
+
+
+def structure_params(method: str, params: Any) -> Any:
+    params_type = lsp.METHOD_TO_TYPES[method][2]
+    return converter.structure(params, params_type)
+
+
+def _process_tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in task.read_text().split()]
+    return pids
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0

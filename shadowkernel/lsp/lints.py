@@ -1,0 +1,172 @@
+"""Lints as plain values: conversion from LSP diagnostics, delta marking, the lint table.
+
+Positions are 1-based lines and code-point columns; `end_column` is exclusive (it points
+just past the last character), as in `ruff check --output-format=json`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+from lsprotocol import types as lsp
+
+from ..paths import RelPath
+from .documents import TextIndex
+
+SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+
+COLUMNS = (
+    "branch", "version", "path", "line", "column", "end_line", "end_column",
+    "severity", "code", "source", "message", "new", "fixes",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One text replacement a quick fix would make (1-based, end exclusive)."""
+
+    path: RelPath
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A quick fix offered by the server for a lint (a code action)."""
+
+    title: str
+    edits: tuple[Edit, ...] = ()
+
+    def __str__(self) -> str:
+        return self.title
+
+
+@dataclass(frozen=True)
+class Lint:
+    path: RelPath
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    severity: str
+    code: str
+    source: str
+    message: str
+    fixes: tuple[Fix, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What makes two lints 'the same problem' across versions of a file."""
+        return (self.code, self.source, self.message)
+
+
+def lint_from_diagnostic(
+    path: RelPath, index: TextIndex, diagnostic: lsp.Diagnostic, default_source: str
+) -> Lint:
+    line, column, end_line, end_column = index.span(diagnostic.range)
+    code = diagnostic.code
+    return Lint(
+        path=path,
+        line=line,
+        column=column,
+        end_line=end_line,
+        end_column=end_column,
+        # A diagnostic without severity is shown as an error by editors; do the same.
+        severity=SEVERITIES.get(int(diagnostic.severity or 1), "error"),
+        code="" if code is None else str(code),
+        source=diagnostic.source or default_source,
+        message=diagnostic.message,
+    )
+
+
+def line_map(base_text: str, new_text: str) -> dict[int, int]:
+    """1-based line in the new text -> 1-based line in the base, for lines the diff keeps."""
+    matcher = difflib.SequenceMatcher(
+        a=base_text.splitlines(), b=new_text.splitlines(), autojunk=False
+    )
+    mapping: dict[int, int] = {}
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            mapping[block.b + offset + 1] = block.a + offset + 1
+    return mapping
+
+
+def mark_new(
+    lints: Sequence[Lint],
+    base_lints: Iterable[Lint],
+    base_texts: Mapping[RelPath, str],
+    new_texts: Mapping[RelPath, str],
+) -> list[bool]:
+    """For each lint: True when the edit introduced it.
+
+    A lint is old when an equal one (same code, source, message) exists in the base at the
+    line the diff maps it to; each base lint excuses one lint only. Paths absent from both
+    mappings are unchanged (lines map to themselves); a path only in `new_texts` is a new
+    file (everything in it is new).
+    """
+    available = Counter((b.path, b.line, b.key) for b in base_lints)
+    maps = {p: line_map(base_texts.get(p, ""), text) for p, text in new_texts.items()}
+    flags = []
+    for lint in lints:
+        mapping = maps.get(lint.path)
+        base_line = lint.line if mapping is None else mapping.get(lint.line)
+        slot = (lint.path, base_line, lint.key)
+        if base_line is not None and available[slot] > 0:
+            available[slot] -= 1
+            flags.append(False)
+        else:
+            flags.append(True)
+    return flags
+
+
+def sort_key(lint: Lint) -> tuple[str, int, int, str, str]:
+    return (lint.path, lint.line, lint.column, lint.source, lint.code)
+
+
+def lint_table(
+    lints: Sequence[Lint],
+    branch: str | None = None,
+    version: int | None = None,
+    new_flags: Sequence[bool] | None = None,
+) -> pd.DataFrame:
+    """The lint table: one row per lint, columns `COLUMNS`, sorted by path and position.
+
+    `new` is a nullable boolean, NA when no flags are given; `fixes` holds a tuple of `Fix`.
+    """
+    if new_flags is not None and len(new_flags) != len(lints):
+        raise ValueError(
+            f"new_flags has {len(new_flags)} entries for {len(lints)} lints; "
+            "pass one flag per lint (see mark_new)"
+        )
+    flags: Sequence[bool | None] = new_flags if new_flags is not None else [None] * len(lints)
+    rows = [
+        {"branch": branch, "version": version, **_row(lint), "new": flag}
+        for lint, flag in sorted(zip(lints, flags, strict=True), key=lambda lf: sort_key(lf[0]))
+    ]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame["new"] = frame["new"].astype("boolean")
+    for name in ("line", "column", "end_line", "end_column"):
+        frame[name] = frame[name].astype("int64")
+    return frame
+
+
+def _row(lint: Lint) -> dict[str, object]:
+    return {
+        "path": lint.path,
+        "line": lint.line,
+        "column": lint.column,
+        "end_line": lint.end_line,
+        "end_column": lint.end_column,
+        "severity": lint.severity,
+        "code": lint.code,
+        "source": lint.source,
+        "message": lint.message,
+        "fixes": lint.fixes,
+    }

@@ -1,0 +1,428 @@
+"""The language-server pool rooted at the shadow: one server per spec, started lazily.
+
+The scheduler switches the shadow (the files under `root`) to branch B at version k, then
+calls `sync(documents, changed)`; from then on every answer reflects exactly B@k:
+
+- every staged document is open in each server that handles it, with exactly its text;
+  documents that are no longer staged are closed (the server falls back to the disk);
+- a document opened only to be linted (read from the disk) is closed when its path changes;
+- servers that read the disk hear about `changed` paths via didChangeWatchedFiles;
+- diagnostics are awaited for the version just sent (see client.py), never by a sleep.
+
+Caveats: all public calls are serialised by one lock (the scheduler serves one branch at a
+time anyway). A crashed server is restarted and the interrupted call retried once; a server
+idle for `idle_timeout` seconds is shut down and restarted on the next use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lsprotocol import types as lsp
+
+from ..errors import NotFound, PathError, ServerError
+from ..paths import RelPath, rel
+from . import navigation
+from .checkers import run_checker
+from .client import LanguageClient
+from .documents import TextIndex, file_uri_path, matches, uri_to_path
+from .jsonrpc import ServerCrashed
+from .lints import Edit, Fix, Lint, lint_from_diagnostic, sort_key
+from .specs import ServerSpec, resolve_specs
+
+T = TypeVar("T")
+
+# Cap on per-diagnostic code-action requests in one lint call (a file with thousands of
+# lints would otherwise cost thousands of round trips for fixes nobody reads).
+MAX_FIX_REQUESTS = 200
+
+
+@dataclass(frozen=True)
+class ServerStatistics:
+    name: str
+    state: str  # "not started", "running", "crashed", "stopped"
+    pid: int | None
+    rss: int
+    starts: int
+    restarts: int
+    open_documents: int
+
+
+class LspPool:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        servers: Sequence[str | ServerSpec | Mapping[str, Any]],
+        idle_timeout: float = 900,
+    ) -> None:
+        self.root = Path(root).absolute()
+        self._roots = tuple(dict.fromkeys((self.root, self.root.resolve())))
+        self.specs = resolve_specs(servers)
+        self.idle_timeout = idle_timeout
+        self._clients: dict[str, LanguageClient] = {}
+        self._start_locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._lock = asyncio.Lock()
+        self._documents: dict[RelPath, str] = {}
+        self._changed: tuple[RelPath, ...] = ()
+        self._on_disk: dict[RelPath, bool] = {}
+        self._starts: dict[str, int] = defaultdict(int)
+        self._restarts: dict[str, int] = defaultdict(int)
+        self._idle: dict[str, asyncio.TimerHandle] = {}
+        self._busy: dict[str, int] = defaultdict(int)
+        self._closed = False
+
+    async def __aenter__(self) -> LspPool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- branch state ---------------------------------------------------------------------
+
+    async def sync(self, documents: Mapping[str, str], changed: Iterable[str] = ()) -> None:
+        """Bring every running server to this state (see the module docstring)."""
+        docs = {rel(path): text for path, text in documents.items()}
+        changed_paths = tuple(dict.fromkeys(rel(p) for p in changed))
+        async with self._lock:
+            self._check_open()
+            previous, self._documents, self._changed = self._documents, docs, changed_paths
+            events = self._file_events(changed_paths)
+            for client in list(self._clients.values()):
+                if client.alive:
+                    with contextlib.suppress(ServerCrashed):  # restarted on next use
+                        await self._sync_client(client, previous, set(changed_paths), events)
+
+    def _file_events(self, changed: Sequence[RelPath]) -> list[tuple[RelPath, lsp.FileChangeType]]:
+        events = []
+        for path in changed:
+            exists = (self.root / path).exists()
+            if not exists:
+                kind = lsp.FileChangeType.Deleted
+            elif self._on_disk.get(path):
+                kind = lsp.FileChangeType.Changed
+            else:  # new to us: Created makes servers add it to their file lists
+                kind = lsp.FileChangeType.Created
+            self._on_disk[path] = exists
+            events.append((path, kind))
+        return events
+
+    async def _sync_client(
+        self,
+        client: LanguageClient,
+        previous: Mapping[RelPath, str],
+        changed: set[RelPath],
+        events: list[tuple[RelPath, lsp.FileChangeType]],
+    ) -> None:
+        for path in list(client.documents):
+            if path not in self._documents and (path in previous or path in changed):
+                await client.close(path)
+        for path, text in self._documents.items():
+            if matches(path, client.spec.patterns):
+                await client.put(path, text)
+        if client.spec.reads_disk:
+            await client.files_changed(events)
+
+    # -- lints ------------------------------------------------------------------------------
+
+    async def lint(
+        self,
+        paths: Sequence[str] | None = None,
+        servers: Sequence[str] | None = None,
+        *,
+        fixes: bool = True,
+    ) -> list[Lint]:
+        """Lints for `paths` (default: the staged and changed files) from every selected
+        server that handles them; files no server handles give no lints."""
+        async with self._lock:
+            self._check_open()
+            targets = self._targets(paths)
+            jobs = []
+            for spec in self._select(servers):
+                handled = [p for p in targets if matches(p, spec.patterns)]
+                if handled:
+                    jobs.append(self._with_client(spec, self._linter(handled, fixes)))
+            results = await _all(jobs)
+        return sorted((lint for result in results for lint in result), key=sort_key)
+
+    async def check(self, checkers: Sequence[str], timeout: float = 300) -> list[Lint]:
+        """Run disk-bound checkers (see checkers.py) in `root`; same Lint rows."""
+        results = await _all([run_checker(name, self.root, timeout=timeout) for name in checkers])
+        return sorted((lint for result in results for lint in result), key=sort_key)
+
+    def _targets(self, paths: Sequence[str] | None) -> list[RelPath]:
+        if paths is not None:
+            return list(dict.fromkeys(rel(p) for p in paths))
+        changed = [p for p in self._changed if (self.root / p).is_file()]
+        return list(dict.fromkeys([*self._documents, *changed]))
+
+    def _select(self, servers: Sequence[str] | None) -> list[ServerSpec]:
+        if servers is None:
+            return self.specs
+        names = {spec.name for spec in self.specs}
+        unknown = [s for s in servers if s not in names]
+        if unknown:
+            raise NotFound(f"servers: {unknown} not in this pool (it has {sorted(names)})")
+        return [spec for spec in self.specs if spec.name in servers]
+
+    def _linter(
+        self, paths: list[RelPath], fixes: bool
+    ) -> Callable[[LanguageClient], Awaitable[list[Lint]]]:
+        async def lint_all(client: LanguageClient) -> list[Lint]:
+            for path in paths:
+                await client.put(path, self._text(path))
+            budget = [MAX_FIX_REQUESTS if fixes else 0]
+            per_path = await _all([self._lint_one(client, p, budget) for p in paths])
+            return [lint for lints in per_path for lint in lints]
+
+        return lint_all
+
+    async def _lint_one(
+        self, client: LanguageClient, path: RelPath, budget: list[int]
+    ) -> list[Lint]:
+        diagnostics = await client.diagnostics(path)
+        index = client.documents[path].index
+        lints = []
+        for diagnostic in diagnostics:
+            lint = lint_from_diagnostic(path, index, diagnostic, client.spec.name)
+            if budget[0] > 0:
+                budget[0] -= 1
+                actions = await client.code_actions(path, diagnostic)
+                lint = _with_fixes(lint, [self._fix(client, a) for a in actions])
+            lints.append(lint)
+        return lints
+
+    def _fix(self, client: LanguageClient, action: lsp.CodeAction) -> Fix:
+        resolve = self._resolver(client)
+        edits = []
+        for uri, text_edits in _text_edits(action.edit):
+            path, _, index = resolve(uri)
+            for edit in text_edits:
+                edits.append(Edit(path, *index.span(edit.range), edit.new_text))  # type: ignore[arg-type]
+        return Fix(action.title, tuple(edits))
+
+    def _text(self, path: RelPath) -> str:
+        if path in self._documents:
+            return self._documents[path]
+        try:
+            return (self.root / path).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise NotFound(f"paths: {path!r} is neither staged nor a file under the shadow "
+                           f"{self.root}; stage it or check the name") from None  # fmt: skip
+        except IsADirectoryError:
+            raise PathError(f"paths: {path!r} is a directory; give files") from None
+
+    # -- navigation ------------------------------------------------------------------------------
+
+    async def definition(
+        self, path: str, line: int, column: int, server: str | None = None
+    ) -> list[navigation.Location]:
+        return await self._at(path, line, column, "definition_provider", server,
+                              "textDocument/definition", {})  # fmt: skip
+
+    async def references(
+        self, path: str, line: int, column: int, server: str | None = None,
+        include_declaration: bool = True,
+    ) -> list[navigation.Location]:
+        context = {"context": {"includeDeclaration": include_declaration}}
+        return await self._at(path, line, column, "references_provider", server,
+                              "textDocument/references", context)  # fmt: skip
+
+    async def hover(
+        self, path: str, line: int, column: int, server: str | None = None
+    ) -> navigation.Hover | None:
+        return await self._at(path, line, column, "hover_provider", server,
+                              "textDocument/hover", {})  # fmt: skip
+
+    async def symbols(self, path: str, server: str | None = None) -> list[navigation.Symbol]:
+        target = rel(path)
+
+        async def ask(client: LanguageClient) -> list[navigation.Symbol]:
+            await client.put(target, self._text(target))
+            result = await client.document_symbols(target)
+            return navigation.symbols(self._resolver(client), client.uri(target), result)
+
+        return await self._first_answer(target, "document_symbol_provider", server, ask)
+
+    async def _at(
+        self, path: str, line: int, column: int, provider: str, server: str | None,
+        method: str, extra: dict[str, Any],
+    ) -> Any:
+        target = rel(path)
+        if line < 1 or column < 1:
+            raise ValueError(f"line={line}, column={column}: positions are 1-based")
+
+        async def ask(client: LanguageClient) -> Any:
+            await client.put(target, self._text(target))
+            index = client.documents[target].index
+            result = await client.position_request(method, target, index.to_lsp(line, column),
+                                                   **extra)  # fmt: skip
+            if method == "textDocument/hover":
+                return navigation.hover(index, result)
+            return navigation.locations(self._resolver(client), result)
+
+        return await self._first_answer(target, provider, server, ask)
+
+    async def _first_answer(
+        self, path: RelPath, provider: str, server: str | None,
+        ask: Callable[[LanguageClient], Awaitable[T]],
+    ) -> T:
+        """The first non-empty answer from the servers (in pool order) that handle `path`
+        and offer `provider` (ruff offers hover only for noqa comments, so ask on)."""
+        async with self._lock:
+            self._check_open()
+            candidates = [s for s in self._select([server] if server else None)
+                          if matches(path, s.patterns)]  # fmt: skip
+            if not candidates:
+                raise NotFound(f"path {path!r}: no server in this pool handles it "
+                               f"({', '.join(s.name for s in self.specs)}); add a ServerSpec "
+                               "whose patterns match it")  # fmt: skip
+            answer: Any = None
+            offered = False
+            for spec in candidates:
+                if not (await self._client(spec)).supports(provider):
+                    continue
+                offered = True
+                answer = await self._with_client(spec, ask)
+                if answer:
+                    return answer
+            if not offered:
+                what = provider.removesuffix("_provider").replace("_", " ")
+                raise NotFound(f"path {path!r}: none of {[s.name for s in candidates]} "
+                               f"offers {what}")  # fmt: skip
+            return answer
+
+    def _resolver(self, client: LanguageClient) -> navigation.Resolver:
+        def resolve(uri: str) -> tuple[str, bool, TextIndex]:
+            path, inside = uri_to_path(self._roots, uri)
+            if inside and path in client.documents:
+                return path, True, client.documents[path].index  # type: ignore[index]
+            where = self.root / path if inside else Path(file_uri_path(uri))
+            try:
+                text = where.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            return path, inside, TextIndex(text, client.encoding)
+
+        return resolve
+
+    # -- servers -----------------------------------------------------------------------------------
+
+    async def _with_client(
+        self, spec: ServerSpec, call: Callable[[LanguageClient], Awaitable[T]]
+    ) -> T:
+        """Run `call` on the server, restarting it and retrying once if it crashes."""
+        for attempt in (1, 2):
+            client = await self._client(spec)
+            self._busy[spec.name] += 1
+            try:
+                return await call(client)
+            except ServerCrashed as error:
+                client.state = "crashed"
+                client.kill()
+                if attempt == 2:
+                    raise ServerError(f"{spec.name} crashed twice in a row: {error}. "
+                                      "See pool.statistics(); check the server's "
+                                      "installation and settings") from error  # fmt: skip
+            finally:
+                self._busy[spec.name] -= 1
+                self._arm_idle(spec.name)
+        raise AssertionError("unreachable")
+
+    async def _client(self, spec: ServerSpec) -> LanguageClient:
+        async with self._start_locks[spec.name]:
+            client = self._clients.get(spec.name)
+            if client is not None and client.alive:
+                return client
+            if client is not None:
+                self._restarts[spec.name] += client.state == "crashed"
+                client.kill()
+            client = await LanguageClient.start(spec, self.root)
+            self._starts[spec.name] += 1
+            self._clients[spec.name] = client
+            for path, text in self._documents.items():
+                if matches(path, spec.patterns):
+                    await client.put(path, text)
+            return client
+
+    def _arm_idle(self, name: str) -> None:
+        if handle := self._idle.pop(name, None):
+            handle.cancel()
+        if not self._closed:
+            loop = asyncio.get_running_loop()
+            self._idle[name] = loop.call_later(self.idle_timeout, self._on_idle, name)
+
+    def _on_idle(self, name: str) -> None:
+        client = self._clients.get(name)
+        if client is None or not client.alive:
+            return
+        if self._busy[name]:
+            self._arm_idle(name)
+            return
+        client.state = "stopping"  # not alive: the next use starts a fresh server
+        asyncio.ensure_future(client.shutdown())
+
+    def statistics(self) -> dict[str, ServerStatistics]:
+        """Per server of the pool: state, pid, resident memory (with children), restarts."""
+        stats = {}
+        for spec in self.specs:
+            client = self._clients.get(spec.name)
+            running = client is not None and client.alive
+            stats[spec.name] = ServerStatistics(
+                name=spec.name,
+                state=client.state if client else "not started",
+                pid=client.process.pid if running else None,  # type: ignore[union-attr]
+                rss=client.rss() if running else 0,  # type: ignore[union-attr]
+                starts=self._starts[spec.name],
+                restarts=self._restarts[spec.name],
+                open_documents=len(client.documents) if running else 0,  # type: ignore[union-attr]
+            )
+        return stats
+
+    def client(self, name: str) -> LanguageClient | None:
+        """The running client of server `name` (for tests and diagnostics)."""
+        return self._clients.get(name)
+
+    async def close(self) -> None:
+        self._closed = True
+        for handle in self._idle.values():
+            handle.cancel()
+        clients, self._clients = list(self._clients.values()), {}
+        await asyncio.gather(*(c.shutdown(timeout=3) for c in clients), return_exceptions=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ServerError("this LspPool is closed; create a new one")
+
+
+def _with_fixes(lint: Lint, fixes: list[Fix]) -> Lint:
+    return replace(lint, fixes=tuple(fixes)) if fixes else lint
+
+
+def _text_edits(edit: lsp.WorkspaceEdit | None) -> list[tuple[str, Sequence[Any]]]:
+    if edit is None:
+        return []
+    found: list[tuple[str, Sequence[Any]]] = list((edit.changes or {}).items())
+    for change in edit.document_changes or ():
+        if isinstance(change, lsp.TextDocumentEdit):
+            found.append((change.text_document.uri, change.edits))
+    return found
+
+
+async def _all(jobs: Sequence[Awaitable[T]]) -> list[T]:
+    """Await concurrently; on the first failure cancel the rest and raise it."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(job) for job in jobs]  # type: ignore[arg-type]
+    except BaseExceptionGroup as failures:
+        first: BaseException = failures
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
+    return [task.result() for task in tasks]

@@ -1,0 +1,188 @@
+"""Language server specs: how to start a server, which files it handles, how it reports.
+
+Built-in specs cover the servers shadowkernel knows; users add their own as `ServerSpec`
+values or as dicts in the jupyter-lsp spec format (`argv`, `languages`, `install`,
+`workspace_configuration`, `requires_documents_on_disk`), see `ServerSpec.from_dict`.
+
+Commands are looked up in this environment first (`<sys.prefix>/bin` for pip-installed
+servers, `<sys.prefix>/node/node_modules/.bin` for npm ones, as `.ci/setup` installs them),
+then on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import NotFound, ServerError
+
+DiagnosticMode = Literal["auto", "pull", "push", "tsserver"]
+
+PATTERNS: dict[str, tuple[str, ...]] = {
+    "python": ("*.py", "*.pyi"),
+    "typescript": ("*.ts", "*.tsx", "*.mts", "*.cts"),
+    "javascript": ("*.js", "*.jsx", "*.mjs", "*.cjs"),
+    "go": ("*.go",),
+    "rust": ("*.rs",),
+}
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to run one language server.
+
+    diagnostics: "pull" waits for pull support (static or dynamically registered) and uses
+    `textDocument/diagnostic`; "push" waits for `publishDiagnostics` with the version sent;
+    "tsserver" asks typescript-language-server's tsserver synchronously; "auto" pulls when
+    the server offers it and falls back to push.
+    search: extra directories (relative to sys.prefix) to find argv[0] in; with
+    `search_only`, PATH is not consulted (for names that mean another tool there).
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    languages: tuple[str, ...]
+    patterns: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    initialization_options: Mapping[str, Any] | None = None
+    diagnostics: DiagnosticMode = "auto"
+    reads_disk: bool = True
+    install: str = ""
+    search: tuple[str, ...] = ()
+    search_only: bool = False
+    request_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.argv:
+            raise ValueError(f"server spec {self.name!r}: argv is empty; give the command")
+        if not self.patterns:
+            patterns = tuple(p for lang in self.languages for p in PATTERNS.get(lang, ()))
+            object.__setattr__(self, "patterns", patterns)
+
+    @classmethod
+    def from_dict(cls, name: str, spec: Mapping[str, Any]) -> ServerSpec:
+        """A spec from a jupyter-lsp style dict (extra keys of ServerSpec are accepted too)."""
+        install = spec.get("install", "")
+        if isinstance(install, Mapping):  # jupyter-lsp: {"pip": "pip install x", ...}
+            install = "; or ".join(str(v) for v in install.values())
+        return cls(
+            name=name,
+            argv=tuple(spec["argv"]),
+            languages=tuple(spec.get("languages", ())),
+            patterns=tuple(spec.get("patterns", ())),
+            settings=spec.get("workspace_configuration", spec.get("settings", {})),
+            initialization_options=spec.get("initialization_options"),
+            diagnostics=spec.get("diagnostics", "auto"),
+            reads_disk=bool(spec.get("requires_documents_on_disk", spec.get("reads_disk", True))),
+            install=str(install),
+            search=tuple(spec.get("search", ())),
+            search_only=bool(spec.get("search_only", False)),
+            request_timeout=float(spec.get("request_timeout", 30.0)),
+        )
+
+    def command(self) -> list[str]:
+        """The argv with its program resolved; ServerError naming how to install it if absent."""
+        program = find_program(self.argv[0], self.search, self.search_only)
+        if program is None:
+            how = self.install or f"install {self.argv[0]!r} so that it is on PATH"
+            raise ServerError(f"language server {self.name!r} is not installed "
+                              f"({self.argv[0]!r} not found). To install it: {how}")  # fmt: skip
+        return [program, *self.argv[1:]]
+
+
+def find_program(
+    program: str, search: Sequence[str] = (), search_only: bool = False
+) -> str | None:
+    if os.path.isabs(program):
+        return program if os.access(program, os.X_OK) else None
+    prefix = Path(sys.prefix)
+    dirs = [prefix / d for d in search]
+    if not search_only:
+        dirs += [prefix / "bin", prefix / "node" / "node_modules" / ".bin"]
+    for directory in dirs:
+        candidate = directory / program
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None if search_only else shutil.which(program)
+
+
+_NPM = "bash .ci/setup (or: npm install --prefix <venv>/node {})"
+_PIP = "pip install 'shadowkernel[servers]' (or: pip install {})"
+
+
+def _ts_options() -> dict[str, Any]:
+    tsserver = Path(sys.prefix) / "node/node_modules/typescript/lib/tsserver.js"
+    return {"tsserver": {"path": str(tsserver)}} if tsserver.exists() else {}
+
+
+def builtin_specs() -> dict[str, ServerSpec]:
+    python = ("python",)
+    ts = ("typescript", "javascript")
+    specs = [
+        ServerSpec("ruff", ("ruff", "server"), python, install=_PIP.format("ruff")),
+        ServerSpec("pyright", ("pyright-langserver", "--stdio"), python, diagnostics="pull",
+                   search=("node/node_modules/.bin",), search_only=True,
+                   settings={"python": {"analysis": {"diagnosticMode": "openFilesOnly"}}},
+                   install=_NPM.format("pyright")),
+        ServerSpec("basedpyright", ("basedpyright-langserver", "--stdio"), python,
+                   diagnostics="pull", install=_PIP.format("basedpyright"),
+                   settings={"basedpyright": {"analysis": {"diagnosticMode": "openFilesOnly"}}}),
+        # ty in push mode never republishes a file whose dependency changed: pull only.
+        ServerSpec("ty", ("ty", "server"), python, diagnostics="pull", install=_PIP.format("ty")),
+        ServerSpec("pylsp", ("pylsp",), python, diagnostics="push",
+                   install=_PIP.format("python-lsp-server")),
+        ServerSpec("jedi-language-server", ("jedi-language-server",), python, diagnostics="push",
+                   install=_PIP.format("jedi-language-server")),
+        # Publishes without a version, so the final answer comes from tsserver directly.
+        ServerSpec("typescript-language-server", ("typescript-language-server", "--stdio"), ts,
+                   diagnostics="tsserver", initialization_options=_ts_options(),
+                   install=_NPM.format("typescript@5 typescript-language-server")),
+        # TypeScript 7 (the Go port) ships its LSP in `tsc`; kept in its own prefix because
+        # typescript@5's `tsc` (needed by typescript-language-server) has the same name.
+        ServerSpec("tsgo", ("tsc", "--lsp", "--stdio"), ts, diagnostics="pull",
+                   search=("node-ts7/node_modules/.bin",), search_only=True,
+                   install="bash .ci/setup (or: npm install --prefix <venv>/node-ts7 "
+                   "typescript@7)"),
+        ServerSpec("gopls", ("gopls",), ("go",), diagnostics="auto",
+                   initialization_options={"pullDiagnostics": True},
+                   install="go install golang.org/x/tools/gopls@latest (needs Go; put "
+                   "$(go env GOPATH)/bin on PATH)"),
+    ]  # fmt: skip
+    return {spec.name: spec for spec in specs}
+
+
+def resolve_specs(servers: Sequence[str | ServerSpec | Mapping[str, Any]]) -> list[ServerSpec]:
+    """Names of built-in servers, specs, or {"name": ..., **jupyter-lsp dict} -> specs."""
+    known = builtin_specs()
+    specs: list[ServerSpec] = []
+    for server in servers:
+        if isinstance(server, ServerSpec):
+            spec = server
+        elif isinstance(server, str):
+            if server not in known:
+                raise NotFound(f"servers: unknown language server {server!r}; known: "
+                               f"{', '.join(sorted(known))}, or pass a ServerSpec")  # fmt: skip
+            spec = known[server]
+        else:
+            spec = ServerSpec.from_dict(str(server["name"]), server)
+        if any(s.name == spec.name for s in specs):
+            raise ValueError(f"servers: {spec.name!r} is listed twice; give each server once")
+        specs.append(spec)
+    return specs
+
+
+def available_servers() -> dict[str, bool]:
+    """Built-in server name -> whether its command is installed here."""
+    return {
+        name: find_program(spec.argv[0], spec.search, spec.search_only) is not None
+        for name, spec in builtin_specs().items()
+    }
+
+
+def with_settings(spec: ServerSpec, settings: Mapping[str, Any]) -> ServerSpec:
+    return replace(spec, settings=settings)
