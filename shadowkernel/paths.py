@@ -50,5 +50,5 @@ def is_within(path: RelPath, directory: RelPath) -> bool:
 
 def rebase(path: RelPath, old: RelPath, new: RelPath) -> RelPath:
     """`path` below `old`, moved to the same place below `new`."""
-    rest = path[len(old):].lstrip("/")
+    rest = path[len(old) :].lstrip("/")
     return join(new, rest) if rest else new

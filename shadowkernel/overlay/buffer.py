@@ -7,6 +7,7 @@ turns it into an immutable `Blob` for the branch's next version.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 
@@ -91,7 +92,5 @@ class Buffer:
         if self.fd is not None:
             os.close(self.fd)
         if self.path is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self.path)
-            except OSError:
-                pass

@@ -62,7 +62,9 @@ def stubbed(manifest: Mapping[RelPath, Override], known: set[str]) -> dict[RelPa
     return out
 
 
-def resolved(manifest: Mapping[RelPath, Override], cache: dict[str, Blob]) -> dict[RelPath, Override]:
+def resolved(
+    manifest: Mapping[RelPath, Override], cache: dict[str, Blob]
+) -> dict[RelPath, Override]:
     """Stubs replaced by cached blobs; new blobs enter the cache. KeyError for an unknown stub."""
     out: dict[RelPath, Override] = {}
     for path, override in manifest.items():

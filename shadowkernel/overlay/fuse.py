@@ -75,7 +75,9 @@ class ShadowOperations(pyfuse3.Operations):
         self.tree = tree
 
     @_errors_as_fuse
-    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+    async def lookup(
+        self, parent_inode: int, name: bytes, ctx: Any = None
+    ) -> pyfuse3.EntryAttributes:
         return _entry(*self.tree.lookup(parent_inode, _name(name)))
 
     async def forget(self, inode_list: list[tuple[int, int]]) -> None:
@@ -87,8 +89,9 @@ class ShadowOperations(pyfuse3.Operations):
         return _entry(inode, self.tree.getattr(inode))
 
     @_errors_as_fuse
-    async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields,
-                      fh: int | None, ctx: Any) -> pyfuse3.EntryAttributes:  # fmt: skip
+    async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes,
+                      fields: pyfuse3.SetattrFields, fh: int | None,
+                      ctx: Any) -> pyfuse3.EntryAttributes:  # fmt: skip
         if fields.update_uid or fields.update_gid:
             current = self.tree.getattr(inode)
             if (fields.update_uid and attr.st_uid != current.uid) or (
@@ -122,7 +125,9 @@ class ShadowOperations(pyfuse3.Operations):
         self.tree.releasedir(fh)
 
     @_errors_as_fuse
-    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def mkdir(
+        self, parent_inode: int, name: bytes, mode: int, ctx: Any
+    ) -> pyfuse3.EntryAttributes:
         return _entry(*self.tree.mkdir(parent_inode, _name(name), mode))
 
     @_errors_as_fuse
@@ -134,19 +139,27 @@ class ShadowOperations(pyfuse3.Operations):
         self.tree.unlink(parent_inode, _name(name))
 
     @_errors_as_fuse
-    async def symlink(self, parent_inode: int, name: bytes, target: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def symlink(
+        self, parent_inode: int, name: bytes, target: bytes, ctx: Any
+    ) -> pyfuse3.EntryAttributes:
         return _entry(*self.tree.symlink(parent_inode, _name(name), target))
 
     @_errors_as_fuse
     async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int,
                      name_new: bytes, flags: int, ctx: Any) -> None:  # fmt: skip
-        self.tree.rename(parent_inode_old, _name(name_old), parent_inode_new, _name(name_new), flags)
+        self.tree.rename(
+            parent_inode_old, _name(name_old), parent_inode_new, _name(name_new), flags
+        )
 
-    async def link(self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def link(
+        self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any
+    ) -> pyfuse3.EntryAttributes:
         # Hard links would need shared nodes across versions; tools fall back to copying on EPERM.
         raise pyfuse3.FUSEError(errno.EPERM)
 
-    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any) -> pyfuse3.EntryAttributes:
+    async def mknod(
+        self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any
+    ) -> pyfuse3.EntryAttributes:
         raise pyfuse3.FUSEError(errno.EPERM)  # device nodes and fifos have no place in a shadow
 
     @_errors_as_fuse

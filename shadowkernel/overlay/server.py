@@ -9,6 +9,7 @@ overlay unmounts when its control channel closes or its parent dies.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import resource
@@ -89,15 +90,11 @@ def invalidate(invalidation: Invalidation) -> None:
     """Make the kernel forget exactly what changed. Runs in a thread: it may wait for a
     request in flight on the same entry, which the main loop must stay free to answer."""
     for parent_ino, name in invalidation.entries:
-        try:
+        with contextlib.suppress(OSError):  # ENOENT: the kernel never looked it up
             pyfuse3.invalidate_entry(parent_ino, os.fsencode(name))
-        except OSError:
-            pass  # the kernel never looked it up
     for ino in invalidation.inodes:
-        try:
+        with contextlib.suppress(OSError):
             pyfuse3.invalidate_inode(ino)
-        except OSError:
-            pass
 
 
 def _rss_bytes() -> int:
@@ -176,7 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--alias", help="the path programs see the shadow at (default: MOUNTPOINT)")
     args = parser.parse_args(argv)
     die_with_parent()
-    tree = Tree(Lower(args.source), BlobStore(args.budget, args.spill), args.alias or args.mountpoint)
+    tree = Tree(
+        Lower(args.source), BlobStore(args.budget, args.spill), args.alias or args.mountpoint
+    )
     pyfuse3.init(ShadowOperations(tree), args.mountpoint, mount_options())
     try:
         trio.run(run, Control(tree, args.budget), args.control)

@@ -8,6 +8,7 @@ the mount is detached, calls raise `OverlayError`, and `restart()` (or the next
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -48,10 +49,13 @@ class Shadow:
             raise PathError(f"source {os.fspath(source)!r} is not a directory")
         mounts.clear_stale()
         self._own_mountpoint = mountpoint is None
-        self.mountpoint = os.path.realpath(mountpoint or tempfile.mkdtemp(prefix="shadowkernel-mnt-"))
+        self.mountpoint = os.path.realpath(
+            mountpoint or tempfile.mkdtemp(prefix="shadowkernel-mnt-")
+        )
         if is_within_dir(self.mountpoint, self.source):
             raise PathError(
-                f"mountpoint {self.mountpoint!r} lies inside the source folder; choose one outside it"
+                f"mountpoint {self.mountpoint!r} lies inside the source folder; "
+                "choose one outside it"
             )
         self.memory_budget = memory_budget
         self.store = store or BlobStore(memory_budget)
@@ -109,10 +113,8 @@ class Shadow:
         with self._lock:
             self._stop()
         if self._own_mountpoint:
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(self.mountpoint)
-            except OSError:
-                pass
 
     def __enter__(self) -> Shadow:
         return self

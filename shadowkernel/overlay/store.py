@@ -15,6 +15,7 @@ Everything here is pure; the only I/O is reading a spilled blob's file.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import stat
@@ -24,7 +25,6 @@ import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Union
 
 from ..paths import ROOT, RelPath, is_within, join, parent, rebase
 
@@ -105,10 +105,8 @@ class BlobStore:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 def _new_id() -> str:
@@ -143,7 +141,7 @@ class Whiteout:
 
 WHITEOUT = Whiteout()
 
-Override = Union[File, Dir, Symlink, Whiteout]
+Override = File | Dir | Symlink | Whiteout
 Manifest = Mapping[RelPath, Override]
 EMPTY: Manifest = MappingProxyType({})
 
@@ -239,4 +237,3 @@ def as_moved(entries: Mapping[RelPath, Override], path: RelPath, lower_kind: int
     if stat.S_ISDIR(lower_kind):
         return Dir(origin=source)
     return File(origin=source)
-

@@ -158,8 +158,7 @@ class Tree:
             self.lookups[ino] = left
             return
         del self.lookups[ino]
-        if ino in self.orphans and not any(h.ino == ino for h in self.handles.values()):
-            del self.orphans[ino]
+        self._drop_if_unused(ino)
 
     def getattr(self, ino: int) -> Stat:
         path, override = self._node(ino)
@@ -170,9 +169,7 @@ class Tree:
             raise fail(errno.ENOENT)
         return st
 
-    def setattr(
-        self, ino: int, size: int | None, mode: int | None, mtime_ns: int | None
-    ) -> Stat:
+    def setattr(self, ino: int, size: int | None, mode: int | None, mtime_ns: int | None) -> Stat:
         if size is not None:
             self._writable(ino, keep=size > 0).truncate(size)
             self._touch(ino)
@@ -304,19 +301,22 @@ class Tree:
         handle = self.handles.pop(fh)
         if handle.fd is not None:
             os.close(handle.fd)
-        if handle.ino in self.orphans and not self.lookups[handle.ino]:
-            if not any(h.ino == handle.ino for h in self.handles.values()):
-                del self.orphans[handle.ino]
+        self._drop_if_unused(handle.ino)
 
     # -- renames ---------------------------------------------------------------------------
 
-    def rename(self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int) -> None:
+    def rename(
+        self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int
+    ) -> None:
         old = join(self._dir_path(old_parent), old_name)
         new = join(self._dir_path(new_parent), new_name)
         old_st, new_st = self._stat_path(old), self._stat_path(new)
         if old_st is None:
             raise fail(errno.ENOENT)
-        if flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE) or flags == RENAME_NOREPLACE | RENAME_EXCHANGE:
+        if (
+            flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)
+            or flags == RENAME_NOREPLACE | RENAME_EXCHANGE
+        ):
             raise fail(errno.EINVAL)
         if flags & RENAME_NOREPLACE and new_st is not None:
             raise fail(errno.EEXIST)
@@ -470,7 +470,10 @@ class Tree:
     def _shows_lower(self, path: RelPath) -> bool:
         """Whether the user's folder has an entry that would show at `path` without an override."""
         source = lower_source(self.entries, parent(path))
-        return source is not None and self.lower.lstat(join(source, path.rsplit("/", 1)[-1])) is not None
+        return (
+            source is not None
+            and self.lower.lstat(join(source, path.rsplit("/", 1)[-1])) is not None
+        )
 
     def _content_source(self, path: RelPath | None, override: Override | None) -> RelPath | None:
         if isinstance(override, File):
@@ -529,6 +532,13 @@ class Tree:
         if isinstance(override, File):
             self._put(ino, replace(override, mtime_ns=time.time_ns()))
 
+    def _in_use(self, ino: int) -> bool:
+        return bool(self.lookups[ino]) or any(h.ino == ino for h in self.handles.values())
+
+    def _drop_if_unused(self, ino: int) -> None:
+        if ino in self.orphans and not self._in_use(ino):
+            del self.orphans[ino]
+
     def _open_handle(self, ino: int, fd: int | None) -> int:
         fh = next(self._fhs)
         self.handles[fh] = Handle(ino, fd)
@@ -553,7 +563,7 @@ class Tree:
                 siblings.discard(path.rsplit("/", 1)[-1])
 
     def _remove(self, path: RelPath, keep_inodes: bool = False) -> None:
-        """Delete `path` and everything below it, leaving a whiteout where the user's folder shows."""
+        """Delete `path` and all below it; a whiteout hides what the user's folder has there."""
         st = self._stat_path(path)
         is_dir = st is not None and stat.S_ISDIR(st.mode)
         if not keep_inodes:
@@ -574,7 +584,7 @@ class Tree:
             ino = self.ino_of.pop(rel)
             del self.path_of[ino]
             inos.append(ino)
-            if self.lookups[ino] or any(h.ino == ino for h in self.handles.values()):
+            if self._in_use(ino):
                 st = self._stat_path(rel)
                 if st is not None:
                     self.orphans[ino] = self._snapshot(rel, st)
@@ -596,20 +606,30 @@ class Tree:
 
 
 def confine_link(target: bytes, directory: RelPath, root: str, alias: str) -> bytes:
-    """A link target as programs in the shadow must see it: a target that resolves into the
-    user's folder is redirected to the same place in the shadow, so nothing reached through a
-    link can write the user's files; targets elsewhere resolve exactly as they did."""
+    """A link target as programs in the shadow must see it.
+
+    A target that resolves into the user's folder is redirected to the same place in the
+    shadow, so nothing reached through a link writes the user's files; a relative target
+    that stays inside is returned unchanged; one that leaves resolves where it did.
+    """
     if root == alias:
         return target
     broot, balias = os.fsencode(root), os.fsencode(alias)
-    where = os.path.normpath(os.path.join(broot, os.fsencode(directory), target))
-    inside = where == broot or where.startswith(broot + b"/")
-    if not inside:
-        return where if not target.startswith(b"/") else target
-    shadowed = balias + where[len(broot) :]
+    here = os.fsencode(directory)
     if target.startswith(b"/"):
-        return shadowed
-    return os.path.relpath(shadowed, os.path.join(balias, os.fsencode(directory)))
+        where = os.path.normpath(target)
+        return balias + where[len(broot) :] if _inside(where, broot) else target
+    lexical = os.path.normpath(os.path.join(here, target))
+    if lexical != b".." and not lexical.startswith(b"../"):
+        return target
+    where = os.path.normpath(os.path.join(broot, lexical))
+    if _inside(where, broot):
+        return os.path.relpath(balias + where[len(broot) :], os.path.join(balias, here))
+    return where
+
+
+def _inside(path: bytes, root: bytes) -> bool:
+    return path == root or path.startswith(root + b"/")
 
 
 def _index(entries: Mapping[RelPath, Override]) -> dict[RelPath, set[str]]:
