@@ -164,7 +164,7 @@ class ShadowOperations(pyfuse3.Operations):
 
     @_errors_as_fuse
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
-        fh, keep_cache = self.tree.open(inode)
+        fh, keep_cache = self.tree.open(inode, truncate=bool(flags & os.O_TRUNC))
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
 
     @_errors_as_fuse

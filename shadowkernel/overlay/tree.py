@@ -270,8 +270,14 @@ class Tree:
             raise fail(errno.EISDIR)
         self._remove(path)
 
-    def open(self, ino: int) -> tuple[int, bool]:
-        """A handle for `ino`, and whether the kernel may keep its cached pages."""
+    def open(self, ino: int, truncate: bool = False) -> tuple[int, bool]:
+        """A handle for `ino`, and whether the kernel may keep its cached pages.
+
+        libfuse negotiates atomic O_TRUNC, so truncation arrives here, not as a setattr.
+        """
+        if truncate:
+            self._writable(ino, keep=False).truncate(0)
+            self._touch(ino)
         path, override = self._node(ino)
         if isinstance(override, File) and override.blob is not None:
             return self._open_handle(ino, None), True
