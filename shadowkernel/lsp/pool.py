@@ -120,14 +120,15 @@ class LspPool:
         changed: set[RelPath],
         events: list[tuple[RelPath, lsp.FileChangeType]],
     ) -> None:
+        # The disk changed first (the FUSE switch), then the editor state: same order here.
+        if client.spec.reads_disk:
+            await client.files_changed(events)
         for path in list(client.documents):
             if path not in self._documents and (path in previous or path in changed):
                 await client.close(path)
         for path, text in self._documents.items():
             if matches(path, client.spec.patterns):
                 await client.put(path, text)
-        if client.spec.reads_disk:
-            await client.files_changed(events)
 
     # -- lints ------------------------------------------------------------------------------
 
