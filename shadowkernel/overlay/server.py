@@ -29,6 +29,7 @@ from .store import Blob, BlobStore, freeze
 from .tree import Invalidation, Tree
 
 PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def die_with_parent() -> None:
@@ -65,7 +66,8 @@ class Control:
         await trio.to_thread.run_sync(invalidate, invalidation)
         self.switches += 1
         return {
-            "changed": len(invalidation.entries),
+            "changed": invalidation.changed,
+            "invalidated": len(invalidation.entries),
             "swap_seconds": swapped - start,
             "seconds": time.perf_counter() - start,
             "evicted": channel.evict(self.blobs, manifest, self.budget),
@@ -154,7 +156,7 @@ async def run(control: Control, control_fd: int) -> None:
             nursery.cancel_scope.cancel()
 
         async def stop_on_signal() -> None:
-            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
+            with trio.open_signal_receiver(*STOP_SIGNALS) as sigs:
                 async for _ in sigs:
                     nursery.cancel_scope.cancel()
                     return
@@ -172,6 +174,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=int, required=True)
     parser.add_argument("--alias", help="the path programs see the shadow at (default: MOUNTPOINT)")
     args = parser.parse_args(argv)
+    # Outside trio's receiver these signals are ignored: trio re-delivers a signal that
+    # arrived after shutdown began, which would kill us before the unmount below.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     die_with_parent()
     tree = Tree(
         Lower(args.source), BlobStore(args.budget, args.spill), args.alias or args.mountpoint

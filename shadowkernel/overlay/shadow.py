@@ -29,9 +29,11 @@ START_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Switch:
-    """What activating a manifest cost: paths the kernel had to forget, seconds end to end."""
+    """What activating a manifest cost: paths that differ, entries the kernel had to forget,
+    seconds end to end (including the kernel's cache invalidation) and for the swap alone."""
 
     changed: int
+    invalidated: int
     seconds: float
     swap_seconds: float
 
@@ -58,6 +60,7 @@ class Shadow:
                 "choose one outside it"
             )
         self.memory_budget = memory_budget
+        self._own_store = store is None
         self.store = store or BlobStore(memory_budget)
         self.manifest: Manifest = EMPTY
         self._lock = threading.Lock()
@@ -76,9 +79,11 @@ class Shadow:
             "--control", str(child_end.fileno()), "--spill", self.store.spill_dir,
             "--budget", str(self.memory_budget),
         ]  # fmt: skip
+        # The overlay logs to a file: a pipe nobody drains would block it once full.
+        self._log = open(os.path.join(self.store.spill_dir, "overlay.log"), "w+b")  # noqa: SIM115
         self._process = subprocess.Popen(
             command, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True,
+            stdout=self._log, stderr=self._log, start_new_session=True,
         )  # fmt: skip
         child_end.close()
         self._sock = parent_end
@@ -112,6 +117,8 @@ class Shadow:
     def close(self) -> None:
         with self._lock:
             self._stop()
+        if self._own_store:
+            self.store.close()
         if self._own_mountpoint:
             with contextlib.suppress(OSError):
                 os.rmdir(self.mountpoint)
@@ -132,9 +139,8 @@ class Shadow:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-            if self._process.stderr:
-                self._process.stderr.close()
             self._process = None
+            self._log.close()
         mounts.detach(self.mountpoint)
 
     # -- requests --------------------------------------------------------------------------
@@ -149,7 +155,9 @@ class Shadow:
             reply = self._call("activate", channel.stubbed(manifest, self._known))
             self._known.difference_update(reply["evicted"])
             self.manifest = manifest
-        return Switch(reply["changed"], reply["seconds"], reply["swap_seconds"])
+        return Switch(
+            reply["changed"], reply["invalidated"], reply["seconds"], reply["swap_seconds"]
+        )
 
     def collect(self) -> dict[RelPath, Override | None]:
         """What programs wrote through the mount since the last activation (None: removed).
@@ -199,13 +207,11 @@ class Shadow:
         )
 
     def _stderr(self) -> str:
-        if self._process is None or self._process.stderr is None:
-            return ""
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return ""
-        return self._process.stderr.read().decode(errors="replace").strip()
+        if self._process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=5)
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace").strip()[-4000:]
 
 
 def is_within_dir(path: str, directory: str) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shutil
 import stat
 import tempfile
 import threading
@@ -71,8 +72,14 @@ class BlobStore:
     def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET, spill_dir: str | None = None):
         self.memory_budget = memory_budget
         self.in_memory = 0
+        self._owns_dir = spill_dir is None
         self.spill_dir = spill_dir or tempfile.mkdtemp(prefix="shadowkernel-spill-")
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Remove the spill directory this store made (blobs spilled there become unreadable)."""
+        if self._owns_dir:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
 
     def make(self, data: bytes) -> Blob:
         with self._lock:
@@ -136,7 +143,8 @@ class Symlink:
 
 @dataclass(frozen=True)
 class Whiteout:
-    pass
+    def __reduce__(self) -> str:
+        return "WHITEOUT"  # one whiteout per process, also across the control channel
 
 
 WHITEOUT = Whiteout()

@@ -74,6 +74,7 @@ class Invalidation:
 
     entries: tuple[tuple[int, str], ...]
     inodes: tuple[int, ...]
+    changed: int  # paths whose override differs, known to the kernel or not
 
 
 class Tree:
@@ -112,7 +113,7 @@ class Tree:
         self.entries = dict(manifest)
         self.kids = _index(self.entries)
         self._open_spills(manifest)
-        return Invalidation(tuple(entries), tuple(dict.fromkeys(inodes)))
+        return Invalidation(tuple(entries), tuple(dict.fromkeys(inodes)), len(changed))
 
     def collect(self) -> dict[RelPath, Override | None]:
         """What programs changed since activation: path -> frozen override, None = reverted."""
