@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from overlay_helpers import needs_fuse, snapshot
 
 from shadowkernel.errors import OverlayError, PathError

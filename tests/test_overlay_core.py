@@ -1,0 +1,220 @@
+"""The overlay's pure core, tested directly: no mount, only a temporary folder as the lower."""
+
+from __future__ import annotations
+
+import errno
+import gc
+import os
+import pickle
+import stat
+from pathlib import Path
+
+import pytest
+from overlay_helpers import snapshot
+
+from shadowkernel.errors import PathError
+from shadowkernel.overlay import channel
+from shadowkernel.overlay.lower import Lower
+from shadowkernel.overlay.store import (
+    WHITEOUT,
+    BlobStore,
+    Dir,
+    File,
+    changed_paths,
+    freeze,
+    lower_source,
+)
+from shadowkernel.overlay.tree import ROOT_INO, Tree, confine_link
+from shadowkernel.paths import rel
+
+# -- paths ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../x", "a/../../b", "a/\0b"])
+def test_paths_outside_the_workspace_are_refused_by_name(bad: str) -> None:
+    with pytest.raises(PathError, match="path"):
+        rel(bad)
+
+
+def test_paths_are_normalised() -> None:
+    assert rel("./a//b/") == "a/b" and rel(b"caf\xc3\xa9") == "café" and rel("") == ""
+
+
+# -- store ------------------------------------------------------------------------------------------
+
+
+def test_lower_source_follows_renamed_and_opaque_directories() -> None:
+    entries = {"new": Dir(origin="old"), "fresh": Dir(origin=None), "gone": WHITEOUT}
+    assert lower_source(entries, "plain/x.py") == "plain/x.py"
+    assert lower_source(entries, "new/sub/x.py") == "old/sub/x.py"
+    assert lower_source(entries, "fresh/x.py") is None
+    assert lower_source(entries, "gone/x.py") is None
+
+
+def test_changed_paths_compares_blobs_by_identity_not_bytes() -> None:
+    store = BlobStore()
+    same = store.make(b"x")
+    a = freeze({"f": File(blob=same), "g": File(blob=store.make(b"y"))})
+    b = freeze({"f": File(blob=same), "g": File(blob=store.make(b"y")), "h": WHITEOUT})
+    assert changed_paths(a, b) == ["g", "h"]
+
+
+def test_blob_store_spills_above_its_budget_and_frees_on_release(tmp_path: Path) -> None:
+    store = BlobStore(memory_budget=100, spill_dir=str(tmp_path))
+    small, big = store.make(b"a" * 60), store.make(b"b" * 60)
+    assert small.data is not None and big.spill is not None
+    assert big.bytes() == b"b" * 60 and big.read(10, 5) == b"bbbbb"
+    spill = big.spill
+    del big, small
+    gc.collect()
+    assert not os.path.exists(spill) and store.in_memory == 0
+
+
+def test_whiteout_and_blobs_keep_their_identity_across_pickling() -> None:
+    store = BlobStore()
+    blob = store.make(b"x")
+    assert pickle.loads(pickle.dumps(WHITEOUT)) is WHITEOUT
+    assert pickle.loads(pickle.dumps(blob)) == blob
+
+
+# -- channel ------------------------------------------------------------------------------------------
+
+
+def test_blobs_cross_the_channel_once() -> None:
+    store = BlobStore()
+    blob = store.make(b"content")
+    manifest = {"a": File(blob=blob), "b": WHITEOUT}
+    known: set[str] = set()
+    first = channel.stubbed(manifest, known)
+    second = channel.stubbed(manifest, known)
+    assert first["a"].blob.data == b"content" and second["a"].blob.data is None
+    cache: dict = {}
+    assert channel.resolved(first, cache)["a"].blob.data == b"content"
+    assert channel.resolved(second, cache)["a"].blob.data == b"content"
+    with pytest.raises(KeyError):
+        channel.resolved(second, {})
+
+
+def test_eviction_keeps_the_blobs_in_use() -> None:
+    store = BlobStore()
+    used, old = store.make(b"u" * 10), store.make(b"o" * 10)
+    cache = {used.id: used, old.id: old}
+    assert channel.evict(cache, {"a": File(blob=used)}, budget=10) == [old.id]
+    assert list(cache) == [used.id]
+
+
+# -- symlinks -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "directory", "expected"),
+    [
+        (b"/src/a.txt", "", b"/mnt/a.txt"),
+        (b"/src", "d", b"/mnt"),
+        (b"/etc/hostname", "", b"/etc/hostname"),
+        (b"../a.txt", "d", b"../a.txt"),
+        (b"./x", "", b"./x"),
+        (b"../src/a.txt", "", b"a.txt"),
+        (b"../../other/f", "d", b"/other/f"),
+        (b"/srcfoo/x", "", b"/srcfoo/x"),
+    ],
+)
+def test_links_into_the_user_folder_point_into_the_shadow(
+    target: bytes, directory: str, expected: bytes
+) -> None:
+    assert confine_link(target, directory, "/src", "/mnt") == expected
+
+
+# -- the live tree over a real lower folder ---------------------------------------------------------
+
+
+@pytest.fixture
+def tree(project: Path) -> Tree:
+    return Tree(Lower(str(project)), BlobStore(), alias="/mnt")
+
+
+def ino_of(tree: Tree, path: str) -> int:
+    ino = ROOT_INO
+    for part in path.split("/"):
+        ino, _ = tree.lookup(ino, part)
+    return ino
+
+
+def read(tree: Tree, path: str) -> bytes:
+    fh, _ = tree.open(ino_of(tree, path))
+    try:
+        return tree.read(fh, 0, 1 << 20)
+    finally:
+        tree.release(fh)
+
+
+def names(tree: Tree, path: str) -> list[str]:
+    fh = tree.opendir(ino_of(tree, path) if path else ROOT_INO)
+    try:
+        return sorted(name for _, name, _, _ in tree.readdir(fh, 0))
+    finally:
+        tree.releasedir(fh)
+
+
+def test_renaming_a_directory_records_it_without_copying(tree: Tree, project: Path) -> None:
+    before = snapshot(project)
+    tree.rename(ROOT_INO, "pkg", ROOT_INO, "lib", 0)
+    assert tree.entries["lib"] == Dir(
+        origin="pkg", mode=0o755, mtime_ns=tree.entries["lib"].mtime_ns
+    )
+    assert tree.entries["pkg"] is WHITEOUT and len(tree.entries) == 2
+    assert read(tree, "lib/sub/deep.py") == b"X = 1\n" * 50
+    assert "pkg" not in names(tree, "") and "lib" in names(tree, "")
+    assert snapshot(project) == before
+
+
+def test_writes_copy_up_and_collect_reports_them(tree: Tree) -> None:
+    ino = ino_of(tree, "pkg/mod.py")
+    fh, _ = tree.open(ino)
+    tree.write(fh, 0, b"DEF")
+    tree.release(fh)
+    assert read(tree, "pkg/mod.py").startswith(b"DEF add")
+    tree.unlink(ino_of(tree, "docs"), "guide.txt")
+    delta = tree.collect()
+    assert delta["pkg/mod.py"].blob.bytes().startswith(b"DEF add")
+    assert delta["docs/guide.txt"] is WHITEOUT
+
+
+def test_an_unlinked_open_file_keeps_its_content(tree: Tree) -> None:
+    ino = ino_of(tree, "README.md")
+    fh, _ = tree.open(ino)
+    tree.unlink(ROOT_INO, "README.md")
+    assert tree.read(fh, 0, 100) == b"# demo\n"
+    tree.write(fh, 0, b"!")
+    assert tree.getattr(ino).size == 7
+    tree.release(fh)
+    tree.forget(ino, 1)
+    assert ino not in tree.orphans
+    with pytest.raises(OSError) as caught:
+        tree.lookup(ROOT_INO, "README.md")
+    assert caught.value.errno == errno.ENOENT
+
+
+def test_activation_invalidates_exactly_the_known_changed_entries(tree: Tree) -> None:
+    store = tree.store
+    ino_of(tree, "pkg/mod.py")
+    invalidation = tree.activate(freeze({"pkg/mod.py": File(blob=store.make(b"a")), "x": Dir()}))
+    pkg = tree.ino_of["pkg"]
+    assert invalidation.changed == 2
+    assert invalidation.entries == ((pkg, "mod.py"), (ROOT_INO, "x"))
+    assert read(tree, "pkg/mod.py") == b"a"
+
+
+def test_rmdir_of_a_non_empty_directory_fails_and_removes_nothing(tree: Tree) -> None:
+    with pytest.raises(OSError) as caught:
+        tree.rmdir(ROOT_INO, "pkg")
+    assert caught.value.errno == errno.ENOTEMPTY and tree.entries == {}
+
+
+def test_chmod_of_a_lower_file_is_a_metadata_override(tree: Tree) -> None:
+    ino = ino_of(tree, "run.sh")
+    st = tree.setattr(ino, size=None, mode=stat.S_IFREG | 0o700, mtime_ns=None)
+    assert stat.S_IMODE(st.mode) == 0o700
+    override = tree.entries["run.sh"]
+    assert override.blob is None and override.origin == "run.sh"
+    assert read(tree, "run.sh") == b"#!/bin/sh\necho hi\n"
