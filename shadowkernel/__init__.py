@@ -10,10 +10,20 @@ from .errors import (
     ShadowError,
     StagingError,
 )
+from .sched.timeline import Event, Timeline
+from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accepted",
+    "Branch",
+    "Diff",
+    "Event",
+    "LintTable",
+    "Timeline",
+    "Version",
+    "Workspace",
     "ConflictError",
     "NotFound",
     "OverlayError",

@@ -1,0 +1,97 @@
+"""Which queued request a free shadow (a lane) serves next: the scheduler's pure core.
+
+No I/O, no clocks, no asyncio: the scheduler pushes tickets, asks `pop(lane)` when a lane is
+free and calls `done(lane)` when it finished, so every decision can be tested directly and
+is deterministic.
+
+Both policies serve a branch on one lane at a time (its runs share a scratch layer, and its
+requests are answered in the order they were asked).
+
+`round-robin` (the default): a lane that just served branch B keeps serving B's queued
+requests first, up to `batch` in a row, because they need no switch (or a small one: same
+branch, next version); then it rotates over the branches with pending requests, so a branch
+that queues 100 requests cannot starve one that queues 1.
+
+`fifo`: the oldest request whose branch is not busy on another lane, strictly (the baseline
+the timeline compares against; consecutive requests of one branch still cost no switch).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+Policy = Literal["round-robin", "fifo"]
+POLICIES: tuple[Policy, ...] = ("round-robin", "fifo")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Ticket(Generic[T]):
+    id: int
+    branch: str
+    payload: T
+
+
+class RequestQueue(Generic[T]):
+    def __init__(self, policy: Policy = "round-robin", batch: int = 8) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy={policy!r}: choose one of {', '.join(POLICIES)}")
+        if batch < 1:
+            raise ValueError(f"batch={batch}: give at least 1")
+        self.policy = policy
+        self.batch = batch
+        # Branches in rotation order (round-robin) with their pending tickets, oldest first.
+        self._pending: OrderedDict[str, deque[Ticket[T]]] = OrderedDict()
+        self._serving: dict[int, str] = {}  # lane -> branch it is serving now
+        self._last: dict[int, str] = {}  # lane -> branch it served last
+        self._streak: dict[int, int] = {}  # lane -> requests of _last served in a row
+        self._next_id = 0
+
+    def push(self, branch: str, payload: T) -> Ticket[T]:
+        ticket = Ticket(self._next_id, branch, payload)
+        self._next_id += 1
+        self._pending.setdefault(branch, deque()).append(ticket)
+        return ticket
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self._pending.values())
+
+    def pop(self, lane: int) -> Ticket[T] | None:
+        """The ticket `lane` serves next, or None when nothing it may serve is pending."""
+        if lane in self._serving:
+            raise RuntimeError(f"lane {lane} is still serving {self._serving[lane]!r}; call done()")
+        branch = self._choose(lane)
+        if branch is None:
+            return None
+        tickets = self._pending[branch]
+        ticket = tickets.popleft()
+        if not tickets:
+            del self._pending[branch]
+        elif self.policy == "round-robin" and branch != self._last.get(lane):
+            self._pending.move_to_end(branch)  # it had its turn: to the back of the rotation
+        self._streak[lane] = self._streak.get(lane, 0) + 1 if branch == self._last.get(lane) else 1
+        self._serving[lane] = self._last[lane] = branch
+        return ticket
+
+    def done(self, lane: int) -> None:
+        self._serving.pop(lane, None)
+
+    def _free(self, branch: str) -> bool:
+        return branch not in self._serving.values()
+
+    def _choose(self, lane: int) -> str | None:
+        candidates = [b for b in self._pending if self._free(b)]
+        if not candidates:
+            return None
+        if self.policy == "fifo":
+            return min(candidates, key=lambda b: self._pending[b][0].id)
+        last = self._last.get(lane)
+        if last in candidates and self._streak.get(lane, 0) < self.batch:
+            return last
+        # Round-robin: the front of the rotation, but not the branch that just used its batch
+        # when another one is waiting.
+        others = [b for b in candidates if b != last]
+        return (others or candidates)[0]

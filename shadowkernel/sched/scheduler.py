@@ -1,0 +1,165 @@
+"""The interleaver: many branches' requests, served by a few shadows (lanes), one at a time each.
+
+A request is a `job(lane)` coroutine function plus who asked (branch, version, op). Each lane
+(one shadow, its own language-server pool) runs a worker task that asks the pure
+`RequestQueue` what to serve next, runs the job and records an `Event`. A job brings the lane
+to the state it needs with `await lane.show(view)`: the shadow activates the view's manifest
+and the pool is synced to its documents; a lane already showing that view does nothing, which
+is why consecutive requests of one branch cost no switch.
+
+Everything here runs on the workspace's one event loop; callers on other threads go through
+`asyncio.run_coroutine_threadsafe` (see workspace.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from ..lsp import LspPool
+from ..overlay.shadow import Shadow
+from ..overlay.store import Manifest, changed_paths
+from ..paths import RelPath
+from .policy import Policy, RequestQueue
+from .timeline import Event, Kind
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class View:
+    """One exact state to show: equal keys promise equal manifests and documents."""
+
+    key: Hashable
+    manifest: Manifest
+    documents: Mapping[RelPath, str] = field(default_factory=dict)
+
+
+class Lane:
+    """One shadow and its pool; remembers which view it shows and what switching cost."""
+
+    def __init__(self, index: int, shadow: Shadow, pool: LspPool, threaded: bool) -> None:
+        self.index = index
+        self.shadow = shadow
+        self.pool = pool
+        self.key: Hashable = None
+        self.switch_seconds = 0.0  # spent in show() during the current request
+        self._dirty: set[RelPath] = set()  # paths written behind the manifest's back (runs)
+        # With several lanes the blocking activate call goes to a thread, so one lane's
+        # switch does not stall another lane's language-server traffic.
+        self._threaded = threaded
+
+    async def show(self, view: View) -> None:
+        if view.key == self.key and not self._dirty:
+            return
+        began = time.perf_counter()
+        self.key = None  # unknown until both steps succeeded
+        changed = set(changed_paths(self.shadow.manifest, view.manifest)) | self._dirty
+        if self._threaded:
+            await asyncio.to_thread(self.shadow.activate, view.manifest)
+        else:
+            self.shadow.activate(view.manifest)
+        await self.pool.sync(view.documents, sorted(changed))
+        self._dirty.clear()
+        self.key = view.key
+        self.switch_seconds += time.perf_counter() - began
+
+    def touched(self, paths: set[RelPath]) -> None:
+        """Something (a run) changed these paths on the mount: re-sync them on the next show."""
+        self._dirty |= paths
+        self.key = None
+
+
+Job = Callable[[Lane], Awaitable[tuple[T, str]]]  # -> (result, outcome summary)
+
+
+@dataclass
+class _Request(Generic[T]):
+    branch: str
+    version: int
+    kind: Kind
+    op: str
+    job: Job[T]
+    future: asyncio.Future[T]
+    queued: float
+
+
+class Scheduler:
+    """Queue requests for `lanes`; `submit` returns the job's result (or raises its error)."""
+
+    def __init__(
+        self,
+        lanes: list[Lane],
+        policy: Policy = "round-robin",
+        batch: int = 8,
+        origin: float | None = None,
+    ) -> None:
+        self.lanes = lanes
+        self.queue: RequestQueue[_Request[Any]] = RequestQueue(policy, batch)
+        self.events: list[Event] = []
+        self.origin = time.perf_counter() if origin is None else origin
+        self._wake = [asyncio.Event() for _ in lanes]
+        self._workers: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        """Start one worker per lane (call on the event loop)."""
+        self._workers = [asyncio.create_task(self._work(lane)) for lane in self.lanes]
+
+    def now(self) -> float:
+        return time.perf_counter() - self.origin
+
+    async def submit(self, branch: str, version: int, kind: Kind, op: str, job: Job[T]) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self.queue.push(branch, _Request(branch, version, kind, op, job, future, self.now()))
+        self._kick()
+        return await asyncio.shield(future)  # a caller giving up does not abort the serve
+
+    def _kick(self) -> None:
+        for event in self._wake:
+            event.set()
+
+    async def _work(self, lane: Lane) -> None:
+        wake = self._wake[lane.index]
+        while True:
+            ticket = self.queue.pop(lane.index)
+            if ticket is None:
+                wake.clear()  # no await since pop(): no wakeup can be lost in between
+                await wake.wait()
+                continue
+            try:
+                await self._serve(lane, ticket.id, ticket.payload)
+            finally:
+                self.queue.done(lane.index)
+                self._kick()  # the branch is free again: another lane may take its requests
+
+    async def _serve(self, lane: Lane, id: int, request: _Request[Any]) -> None:
+        started = self.now()
+        lane.switch_seconds = 0.0
+        try:
+            result, outcome = await request.job(lane)
+            ok = True
+        except asyncio.CancelledError:
+            request.future.cancel()
+            raise
+        except Exception as error:  # the caller gets it; the timeline records it
+            ok, outcome = False, f"{type(error).__name__}: {error}"[:200]
+            if not request.future.done():
+                request.future.set_exception(error)
+        else:
+            if not request.future.done():
+                request.future.set_result(result)
+        self.events.append(
+            Event(id, request.branch, request.version, request.op, request.kind, lane.index,
+                  request.queued, started, lane.switch_seconds, self.now(), ok, outcome)
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        while (ticket := self.queue.pop(0)) is not None:
+            self.queue.done(0)
+            ticket.payload.future.cancel()
