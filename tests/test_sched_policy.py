@@ -1,0 +1,99 @@
+"""The scheduler's pure core: which request a free lane serves next."""
+
+from __future__ import annotations
+
+import pytest
+
+from shadowkernel.sched.policy import RequestQueue
+
+
+def drain(queue: RequestQueue[str], lane: int = 0) -> list[str]:
+    served = []
+    while (ticket := queue.pop(lane)) is not None:
+        served.append(ticket.payload)
+        queue.done(lane)
+    return served
+
+
+def test_round_robin_batches_a_branch_then_rotates() -> None:
+    queue: RequestQueue[str] = RequestQueue("round-robin", batch=2)
+    for name in ["a1", "a2", "a3", "b1", "c1", "b2"]:
+        queue.push(name[0], name)
+    assert drain(queue) == ["a1", "a2", "b1", "b2", "c1", "a3"]
+
+
+def test_a_busy_branch_cannot_starve_a_small_one() -> None:
+    queue: RequestQueue[str] = RequestQueue("round-robin", batch=1)
+    for i in range(5):
+        queue.push("big", f"big{i}")
+    queue.push("small", "small0")
+    assert drain(queue)[:2] == ["big0", "small0"]
+
+
+def test_fifo_serves_in_arrival_order() -> None:
+    queue: RequestQueue[str] = RequestQueue("fifo")
+    for name in ["a1", "b1", "a2", "c1", "b2"]:
+        queue.push(name[0], name)
+    assert drain(queue) == ["a1", "b1", "a2", "c1", "b2"]
+
+
+@pytest.mark.parametrize("policy", ["round-robin", "fifo"])
+def test_a_branch_is_served_by_one_lane_at_a_time(policy: str) -> None:
+    queue: RequestQueue[str] = RequestQueue(policy)  # type: ignore[arg-type]
+    queue.push("a", "a1")
+    queue.push("a", "a2")
+    queue.push("b", "b1")
+    assert queue.pop(0).payload == "a1"  # type: ignore[union-attr]
+    assert queue.pop(1).payload == "b1"  # type: ignore[union-attr]
+    queue.done(1)
+    assert queue.pop(1) is None  # a2 waits: a is busy on lane 0
+    queue.done(0)
+    assert queue.pop(1).payload == "a2"  # type: ignore[union-attr]
+
+
+def test_lanes_keep_their_branch_affinity() -> None:
+    queue: RequestQueue[str] = RequestQueue("round-robin", batch=8)
+    queue.push("a", "a1")
+    queue.push("b", "b1")
+    assert queue.pop(0).payload == "a1"  # type: ignore[union-attr]
+    assert queue.pop(1).payload == "b1"  # type: ignore[union-attr]
+    queue.done(0)
+    queue.done(1)
+    queue.push("a", "a2")
+    queue.push("b", "b2")
+    assert queue.pop(1).payload == "b2"  # type: ignore[union-attr]
+    assert queue.pop(0).payload == "a2"  # type: ignore[union-attr]
+
+
+def test_pop_before_done_is_a_usage_error() -> None:
+    queue: RequestQueue[str] = RequestQueue()
+    queue.push("a", "a1")
+    queue.push("a", "a2")
+    queue.pop(0)
+    with pytest.raises(RuntimeError, match="call done"):
+        queue.pop(0)
+
+
+def test_bad_arguments_say_what_to_give() -> None:
+    with pytest.raises(ValueError, match="round-robin, fifo"):
+        RequestQueue("lifo")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at least 1"):
+        RequestQueue(batch=0)
+
+
+def test_deterministic_for_a_seeded_workload() -> None:
+    import random
+
+    def run(seed: int) -> list[str]:
+        rng = random.Random(seed)
+        queue: RequestQueue[str] = RequestQueue()
+        served: list[str] = []
+        for step in range(200):
+            queue.push(f"b{rng.randint(0, 9)}", str(step))
+            if rng.random() < 0.5 and (t := queue.pop(step % 2)) is not None:
+                served.append(t.payload)
+                queue.done(step % 2)
+        return served + drain(queue)
+
+    assert run(1) == run(1)
+    assert sorted(run(1), key=int) == [str(i) for i in range(200)]
