@@ -102,7 +102,7 @@ EXPECTED = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("server", ["ruff", "pyright", "basedpyright", "ty", "pylsp"])
+@pytest.mark.parametrize("server", ["ruff", "pyright", "ty", "pylsp"])  # basedpyright: benchmark
 def test_diagnostics_follow_each_synced_version(aio: Loop, make_pool: Any, tmp_path: Path,
                                                 server: str) -> None:  # fmt: skip
     if not INSTALLED[server]:

@@ -136,6 +136,8 @@ def builtin_specs() -> dict[str, ServerSpec]:
         ServerSpec("ty", ("ty", "server"), python, diagnostics="pull", install=_PIP.format("ty")),
         ServerSpec("pylsp", ("pylsp",), python, diagnostics="push",
                    install=_PIP.format("python-lsp-server")),
+        # pylsp and jedi-language-server debounce linting (0.5 s and 1 s, hard-coded): each
+        # answer costs that much; versioned publishes keep it exact.
         ServerSpec("jedi-language-server", ("jedi-language-server",), python, diagnostics="push",
                    install=_PIP.format("jedi-language-server")),
         # Publishes without a version, so the final answer comes from tsserver directly.
