@@ -31,7 +31,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from ..paths import ROOT, RelPath, join, name, parent
+from ..paths import ROOT, RelPath, is_within, join, name, parent
 from .lower import Lower
 from .store import (
     WHITEOUT,
@@ -123,6 +123,24 @@ class _Writer:
     def at(self, path: RelPath) -> bytes:
         return os.fsencode(os.path.join(self.upper, path)) if path else os.fsencode(self.upper)
 
+    def shows(self, path: RelPath) -> RelPath | None:
+        """The lower path overlayfs shows at `path` if the upper has no entry there."""
+        above = self.source(parent(path))
+        return None if above is None else join(above, name(path))
+
+    def source(self, directory: RelPath) -> RelPath | None:
+        """`lower_source`, except that a copied (not redirected) directory is opaque."""
+        if directory == ROOT:
+            return ROOT
+        override = self.manifest.get(directory)
+        if override is None:
+            return self.shows(directory)
+        if not isinstance(override, Dir) or override.origin is None:
+            return None
+        if self.redirects or override.origin == self.shows(directory):
+            return override.origin
+        return None
+
     def write(self) -> None:
         root = os.stat(self.lower.root)  # overlayfs shows the upper root's own attributes
         os.chmod(self.upper, stat.S_IMODE(root.st_mode))
@@ -157,11 +175,14 @@ class _Writer:
             shutil.rmtree(target)
         elif os.path.lexists(target):
             os.unlink(target)
-        self.dir_times.pop(path, None)
+        for gone in [d for d in self.dir_times if is_within(d, path)]:
+            del self.dir_times[gone]
 
     def put(self, path: RelPath, override: Override) -> None:
         if isinstance(override, Whiteout):
-            os.mknod(self.at(path), stat.S_IFCHR, os.makedev(0, 0))
+            # Only where a lower entry can show: overlayfs lists a whiteout in a pure upper dir.
+            if self.shows(path) is not None:
+                os.mknod(self.at(path), stat.S_IFCHR, os.makedev(0, 0))
         elif isinstance(override, Symlink):
             os.symlink(override.target, self.at(path))
             self.chown(path)
@@ -176,7 +197,7 @@ class _Writer:
         self.meta(path, override.mode, override.mtime_ns)
         if override.origin is None:
             os.setxattr(self.at(path), OPAQUE, b"y")
-        elif override.origin != natural(self.manifest, path):
+        elif override.origin != self.shows(path):
             if self.redirects:
                 os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(override.origin))
             else:
@@ -202,7 +223,7 @@ class _Writer:
         with open(self.at(path), "wb") as f:
             f.truncate(st.st_size if st is not None else 0)
         os.setxattr(self.at(path), METACOPY, b"")
-        if origin != natural(self.manifest, path):
+        if origin != self.shows(path):
             os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(origin))
 
     def copy_tree(self, source: RelPath, path: RelPath) -> None:
@@ -266,21 +287,29 @@ class _Reader:
 
     def __post_init__(self) -> None:
         self.entries: dict[RelPath, Override] = {}
+        self.copies: set[RelPath] = set()
 
     def at(self, path: RelPath) -> bytes:
         return os.fsencode(os.path.join(self.upper, path)) if path else os.fsencode(self.upper)
 
     def read(self) -> dict[RelPath, Override]:
-        self.walk(ROOT)
+        self.walk(ROOT, copied=False)
         for path, override in self.base.items():
-            if path not in self.entries and not self.shown(path):
-                self.entries[path] = override  # write_upper left it out: still hidden, still kept
+            if path not in self.entries and self.left_out(path, override):
+                self.entries[path] = override
         return self.entries
 
-    def shown(self, path: RelPath) -> bool:
-        return reachable(self.base, self.lower, path) or reachable(self.entries, self.lower, path)
+    def left_out(self, path: RelPath, override: Override) -> bool:
+        """Whether write_upper left `path` out because it made no difference to the view."""
+        if isinstance(override, Whiteout):
+            source = natural(self.entries, path)
+            return source is None or self.lower.lstat(source) is None
+        hidden = not reachable(self.base, self.lower, path)
+        return hidden and not reachable(self.entries, self.lower, path)
 
-    def walk(self, directory: RelPath) -> None:
+    def walk(self, directory: RelPath, copied: bool) -> None:
+        """Overrides for `directory`'s upper children; below a copied directory (write_upper
+        without redirects), lower children missing from the upper were deleted."""
         with os.scandir(self.at(directory)) as it:
             names = sorted(os.fsdecode(e.name) for e in it)
         for entry in names:
@@ -290,7 +319,11 @@ class _Reader:
             if override is not None:
                 self.entries[path] = override
             if stat.S_ISDIR(st.st_mode):
-                self.walk(path)
+                self.walk(path, copied or path in self.copies)
+        source = lower_source(self.entries, directory)
+        if copied and source is not None and _is_lower_dir(self.lower, source):
+            for entry in sorted(set(self.lower.listdir(source)) - set(names)):
+                self.entries[join(directory, entry)] = WHITEOUT
 
     def override(self, path: RelPath, st: os.stat_result) -> Override | None:
         if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:
@@ -321,7 +354,11 @@ class _Reader:
         return Dir(origin=origin, mode=mode, mtime_ns=st.st_mtime_ns)
 
     def dir_origin(self, path: RelPath) -> RelPath | None:
+        base = self.base.get(path)
         if _xattr(self.at(path), OPAQUE) == b"y":
+            if isinstance(base, Dir) and base.origin is not None:
+                self.copies.add(path)  # write_upper copied the renamed directory's tree
+                return base.origin
             return None
         redirect = _xattr(self.at(path), REDIRECT)
         if redirect is not None:
