@@ -1,0 +1,97 @@
+"""Starting a run's process, pumping its output under a cap, and ending it at the deadline.
+
+Output is drained to the end even past the cap (the program runs as it would natively, and
+memory stays bounded by the cap); the run ends when its main process exits, and whatever it
+left behind in its process group is killed then (inside a PID namespace the kernel already
+did that).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .result import Capture
+
+F_SETPIPE_SZ = 1031
+PIPE_SIZE = 1 << 20
+DRAIN_AFTER_EXIT = 5.0  # seconds to wait for leftovers' output once the run has ended
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None
+    stdout: Capture
+    stderr: Capture
+    timed_out: bool
+    duration: float
+
+
+def run_process(
+    argv: list[str], env: dict[str, str], timeout: float, cap: int,
+    kill_leftovers: Callable[[], None] = lambda: None,
+) -> Outcome:  # fmt: skip
+    start = time.monotonic()
+    process = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, cwd="/", start_new_session=True, close_fds=True,
+    )  # fmt: skip
+    captures = {process.stdout: Capture(cap), process.stderr: Capture(cap)}
+    timed_out = _pump(process, captures, start + timeout, kill_leftovers)
+    code = process.wait()
+    return Outcome(
+        exit_code=None if timed_out else code,
+        stdout=captures[process.stdout],
+        stderr=captures[process.stderr],
+        timed_out=timed_out,
+        duration=time.monotonic() - start,
+    )
+
+
+def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
+          kill_leftovers: Callable[[], None]) -> bool:  # fmt: skip
+    """Read both pipes until they close; kill the run at `deadline`. True if it timed out."""
+    selector = selectors.DefaultSelector()
+    for pipe in captures:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), F_SETPIPE_SZ, PIPE_SIZE)  # fewer, larger reads
+        selector.register(pipe, selectors.EVENT_READ)
+    timed_out, ended = False, None
+    try:
+        while selector.get_map():
+            now = time.monotonic()
+            if not timed_out and now >= deadline:
+                timed_out = True
+                _kill(process, kill_leftovers)
+            if ended is None and process.poll() is not None:
+                ended = now
+                _kill(process, kill_leftovers)  # the run is over: so are its leftovers
+            if ended is not None and now - ended > DRAIN_AFTER_EXIT:
+                break  # something we could not kill still holds the pipe
+            wait = 0.05 if ended is not None or timed_out else min(0.05, deadline - now)
+            for key, _ in selector.select(max(wait, 0)):
+                chunk = os.read(key.fd, PIPE_SIZE)
+                if chunk:
+                    captures[key.fileobj].add(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+    finally:
+        selector.close()
+        for pipe in captures:
+            pipe.close()
+    if not timed_out and process.poll() is None:
+        _kill(process, kill_leftovers)
+    return timed_out
+
+
+def _kill(process: subprocess.Popen[bytes], kill_leftovers: Callable[[], None]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    kill_leftovers()

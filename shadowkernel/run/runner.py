@@ -1,0 +1,232 @@
+"""`run_in_shadow`: run a command in a manifest's view of the user's folder.
+
+Two ways to show the view, chosen per run (`mode`):
+
+- "overlayfs" (heavy runs, near native speed): kernel overlayfs at the user's own path in a
+  private mount namespace, lower = the user's folder, upper = `write_upper(manifest)` in a
+  private scratch directory; afterwards `read_upper` harvests what the run wrote. Needs root
+  (the upper holds trusted.* xattrs and whiteout devices).
+- "fuse": the shadow's live FUSE mount, bound over the user's own path in a private mount
+  namespace; the manifest is activated first and the run's writes collected after. The
+  mount is shared, so other clients (language servers) see the run's writes meanwhile.
+- "fuse-at-mountpoint": where no mount namespace can be made, the run works in the mount
+  path itself (`path_transparent=False`): absolute paths of the user's folder then reach the
+  real folder, so this mode is only chosen when nothing better exists, and says so.
+
+Either way the run's writes never reach the user's folder: they land in the upper layer or
+in the shadow's override table, and the run cannot unmount its view (no CAP_SYS_ADMIN).
+
+Python code (`python=True`) runs with the workspace's own interpreter (`.venv/bin/python` in
+the user's folder) when there is one, since that is what its code is written against, and
+with `sys.executable` otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import RunError
+from ..overlay.store import Manifest, Override, freeze
+from ..overlay.upper import mount_options, read_upper, write_upper
+from ..paths import ROOT, RelPath, rel
+from .cgroup import PidsCgroup, pids_hierarchy
+from .process import Outcome, run_process
+from .result import DEFAULT_OUTPUT_CAP, RunResult
+from .sandbox import Plan, command_line, machine
+
+MODES = ("auto", "fuse", "overlayfs")
+DEFAULT_MAX_PROCESSES = 1024
+
+
+@dataclass(frozen=True)
+class _View:
+    """Where and how the run sees the shadow."""
+
+    mode: str
+    root: str  # the path the run sees the view at
+    mount: tuple[str, ...]
+    scratch: str | None = None  # overlayfs: holds upper/ and work/
+
+
+def run_in_shadow(
+    shadow, manifest: Mapping[RelPath, Override], command: str | Sequence[str], *,
+    timeout: float = 60, network: bool = False, python: bool = False,
+    output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
+    cwd: str = ROOT, max_processes: int = DEFAULT_MAX_PROCESSES,
+) -> RunResult:  # fmt: skip
+    """Run `command` (a shell string, an argv list, or Python code with `python=True`) in
+    `manifest`'s view of `shadow.source`, and return its output and what it wrote."""
+    start = time.monotonic()
+    manifest = freeze(manifest)
+    workdir, notes = rel(cwd), []
+    view = _prepare(shadow, manifest, _choose(mode, network, shadow, notes))
+    try:
+        argv = _argv(command, python, shadow.source, view.root)
+        plan = _plan(view, argv, workdir, network)
+        outcome, cgroup_notes = _execute(plan, env, timeout, output_cap, max_processes)
+        notes += cgroup_notes
+        written = _harvest(shadow, manifest, view)
+    finally:
+        if view.scratch:
+            shutil.rmtree(view.scratch, ignore_errors=True)
+    return _result(argv, outcome, written, view, network, notes,
+                   setup=time.monotonic() - start - outcome.duration)  # fmt: skip
+
+
+# -- choosing and preparing the view ------------------------------------------------------------
+
+
+def _choose(mode: str, network: bool, shadow, notes: list[str]) -> str:
+    if mode not in MODES:
+        raise RunError(f"mode={mode!r} is not one of {', '.join(MODES)}")
+    m = machine()
+    if not m.namespaces:
+        if not network:
+            raise RunError("this machine cannot make a private network namespace (needs "
+                           "root or user namespaces, unshare and ip); pass network=True to "
+                           "run with the network anyway")  # fmt: skip
+        if mode == "overlayfs":
+            raise RunError("mode='overlayfs' needs private mount namespaces; use mode='fuse'")
+        notes.append("no private mount namespace here: ran at the mount path, so absolute "
+                     "paths of the user's folder were not redirected to the shadow")  # fmt: skip
+        return "fuse-at-mountpoint"
+    problem = _overlay_problem(shadow.source)
+    if mode == "overlayfs" and problem:
+        raise RunError(f"mode='overlayfs' is unavailable: {problem}; use mode='fuse'")
+    if mode == "auto" and problem:
+        notes.append(f"overlayfs unavailable ({problem}): ran through the FUSE mount")
+        return "fuse"
+    return "overlayfs" if mode == "auto" else mode
+
+
+def _overlay_problem(source: str) -> str | None:
+    m = machine()
+    if not m.overlayfs:
+        return "the kernel has no overlayfs"
+    if not m.root:
+        return "the upper layer needs root (trusted.* xattrs)"
+    if any(c in source for c in ",:\\"):
+        return f"the folder path {source!r} holds ',', ':' or '\\'"
+    scratch = os.path.realpath(tempfile.gettempdir())
+    if (scratch + "/").startswith(source.rstrip("/") + "/"):
+        return f"the temporary directory {scratch} lies inside the folder"
+    return None
+
+
+def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
+    if mode == "overlayfs":
+        scratch = tempfile.mkdtemp(prefix="shadowkernel-run-")
+        try:
+            return _overlay_view(shadow.source, manifest, scratch)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+    shadow.activate(manifest)  # exactly the manifest: drops writes not collected since
+    if mode == "fuse":
+        return _View("fuse", shadow.source, ("mount", "--bind", shadow.mountpoint, shadow.source))
+    return _View("fuse-at-mountpoint", shadow.mountpoint, ())
+
+
+def _overlay_view(source: str, manifest: Manifest, scratch: str) -> _View:
+    upper, work = os.path.join(scratch, "upper"), os.path.join(scratch, "work")
+    os.mkdir(upper)
+    os.mkdir(work)
+    write_upper(manifest, source, upper, redirects=True)
+    options = mount_options(source, upper, work, redirects=True)
+    return _View("overlayfs", source, ("mount", "-t", "overlay", "overlay", "-o", options,
+                                       source), scratch)  # fmt: skip
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def _argv(command: str | Sequence[str], python: bool, source: str, root: str) -> list[str]:
+    if python:
+        if not isinstance(command, str):
+            raise RunError("python=True takes the code as one string")
+        return [interpreter(source, root), "-c", command]
+    if isinstance(command, str):
+        return [shutil.which("bash") or "sh", "-c", command]
+    argv = [os.fspath(part) for part in command]
+    if not argv:
+        raise RunError("command is empty; give a shell string or a non-empty argv list")
+    return argv
+
+
+def interpreter(source: str, root: str) -> str:
+    """The workspace's own Python (its .venv) as the run sees it, else ours."""
+    if os.access(os.path.join(source, ".venv", "bin", "python"), os.X_OK):
+        return os.path.join(root, ".venv", "bin", "python")
+    return sys.executable
+
+
+def _plan(view: _View, argv: list[str], workdir: RelPath, network: bool) -> Plan:
+    m = machine()
+    return Plan(
+        argv=tuple(argv),
+        cwd=os.path.join(view.root, workdir) if workdir else view.root,
+        namespaces=view.mode != "fuse-at-mountpoint",
+        network=network,
+        privileged=m.root,
+        mount=view.mount,
+        drop_caps=m.setpriv,
+    )
+
+
+def _execute(plan: Plan, env: Mapping[str, str] | None, timeout: float, cap: int,
+             max_processes: int) -> tuple[Outcome, list[str]]:  # fmt: skip
+    environment = dict(os.environ if env is None else env)
+    environment["PWD"] = plan.cwd
+    parent = pids_hierarchy()
+    if parent is None:
+        notes = ["no writable pids cgroup: the run's process count was not bounded"]
+        return run_process(command_line(plan), environment, timeout, cap), notes
+    cgroup = PidsCgroup(parent, max_processes)
+    try:
+        plan = Plan(**{**plan.__dict__, "cgroup_procs": cgroup.procs_file})
+        outcome = run_process(command_line(plan), environment, timeout, cap, cgroup.kill_all)
+        refused = cgroup.limit_hit()
+    finally:
+        emptied = cgroup.close()
+    notes = [f"process limit {max_processes} reached: {refused} forks refused"] if refused else []
+    if not emptied:
+        notes.append(f"some processes of the run outlived the kill (cgroup {cgroup.path})")
+    return outcome, notes
+
+
+# -- after the run ------------------------------------------------------------------------------
+
+
+def _harvest(shadow, manifest: Manifest, view: _View) -> dict[RelPath, Override | None]:
+    if view.scratch is None:
+        return shadow.collect()
+    upper = os.path.join(view.scratch, "upper")
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(os.path.join(view.scratch, "work"))  # overlayfs' own bookkeeping
+    return read_upper(upper, shadow.source, manifest, shadow.store)
+
+
+def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, network: bool,
+            notes: list[str], setup: float) -> RunResult:  # fmt: skip
+    for name, capture in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
+        if capture.truncated:
+            notes.append(f"{name} truncated: {capture.total} bytes, kept the first and last "
+                         f"{capture.cap // 2}")  # fmt: skip
+    if outcome.timed_out:
+        notes.append("timed out: the run and all its processes were killed")
+    return RunResult(
+        command=tuple(argv), exit_code=outcome.exit_code,
+        stdout=outcome.stdout.text(), stderr=outcome.stderr.text(),
+        stdout_truncated=outcome.stdout.truncated, stderr_truncated=outcome.stderr.truncated,
+        duration=outcome.duration, timed_out=outcome.timed_out, written=written,
+        mode=view.mode, path_transparent=view.mode != "fuse-at-mountpoint", network=network,
+        notes=tuple(notes), setup_seconds=max(setup, 0.0),
+        stdout_bytes=outcome.stdout.total, stderr_bytes=outcome.stderr.total,
+    )  # fmt: skip
