@@ -500,18 +500,29 @@ class Branch:
 
         The `new` column says whether the branch introduced the lint (compared with its base).
         """
-        return self.workspace._loop.call(self._lint(paths, new_only, servers, fixes))
+        answer = self.workspace._loop.call(self._lint(paths, servers, fixes))
+        return self._table(*answer, new_only)
 
     async def lint_async(
         self, paths: Sequence[str] | None = None, new_only: bool = False, *,
         servers: Sequence[str] | None = None, fixes: bool = True,
     ) -> LintTable:  # fmt: skip
-        return await self.workspace._loop.call_async(self._lint(paths, new_only, servers, fixes))
+        answer = await self.workspace._loop.call_async(self._lint(paths, servers, fixes))
+        return self._table(*answer, new_only)
+
+    def _table(
+        self, lints: list[Lint], flags: list[bool], version: int, new_only: bool
+    ) -> LintTable:
+        # Built by the caller, not on the shared loop: a DataFrame costs milliseconds.
+        table = lint_table(lints, self.name, version, flags)
+        table.attrs.update(branch=self.name, version=version)
+        if new_only:
+            table = table[table["new"].fillna(True)].reset_index(drop=True)
+        return table
 
     async def _lint(
-        self, paths: Sequence[str] | None, new_only: bool, servers: Sequence[str] | None,
-        fixes: bool,
-    ) -> LintTable:  # fmt: skip
+        self, paths: Sequence[str] | None, servers: Sequence[str] | None, fixes: bool
+    ) -> tuple[list[Lint], list[bool], int]:
         with self._lock:
             self._check_open()
             version = self._versions[-1]
@@ -526,7 +537,7 @@ class Branch:
         def base_key(path: RelPath) -> tuple[str, RelPath, str]:
             return (names, path, _digest(bases[path] if path in bases else self._base_bytes(path)))
 
-        async def job(lane: Lane) -> tuple[pd.DataFrame, str]:
+        async def job(lane: Lane) -> tuple[tuple[list[Lint], list[bool], int], str]:
             in_base = [p for p in targets if p not in bases or bases[p] is not None]
             missing = [p for p in in_base if base_key(p) not in ws._base_lints]
             if missing:
@@ -538,14 +549,9 @@ class Branch:
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
             base_lints = [x for p in in_base for x in ws._base_lints[base_key(p)]]
             flags = mark_new(lints, base_lints, base_texts, new_texts)
-            table = lint_table(lints, self.name, version.number, flags)
-            table.attrs.update(branch=self.name, version=version.number)
-            return table, f"{len(lints)} lints ({sum(flags)} new)"
+            return (lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)"
 
-        table = await ws._submit(self, version.number, "lint", "lint", job)
-        if new_only:
-            table = table[table["new"].fillna(True)].reset_index(drop=True)
-        return table
+        return await ws._submit(self, version.number, "lint", "lint", job)  # type: ignore[no-any-return]
 
     def _lint_targets(self, version: Version, paths: Sequence[str] | None) -> list[RelPath]:
         if paths is not None:
