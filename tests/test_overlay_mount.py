@@ -363,3 +363,12 @@ def test_file_modes_and_exec_bits_show_through(shadow: Shadow) -> None:
     assert stat.S_IMODE(run.stat().st_mode) == 0o755
     out = subprocess.run([str(run)], capture_output=True, text=True, check=True)
     assert out.stdout == "hi\n"
+
+
+def test_edits_the_user_makes_meanwhile_show_on_the_next_open(shadow: Shadow, project: Path) -> None:
+    mod = Path(shadow.mountpoint) / "docs/guide.txt"
+    assert mod.read_text() == "guide\n"  # now cached by the kernel: attributes and pages
+    for saved in ["GUIDE\n", "a longer guide\n", "g\n"]:  # same size, longer, shorter
+        (project / "docs/guide.txt").write_text(saved)  # the user's editor saves
+        assert mod.read_text() == saved
+        assert mod.stat().st_size == len(saved)

@@ -164,8 +164,12 @@ class ShadowOperations(pyfuse3.Operations):
 
     @_errors_as_fuse
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
-        fh, keep_cache = self.tree.open(inode, truncate=bool(flags & os.O_TRUNC))
-        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
+        fh, fresh = self.tree.open(inode, truncate=bool(flags & os.O_TRUNC))
+        if not fresh:
+            # The user changed this file in their folder: drop the cached size (pages go with
+            # keep_cache=False). Attribute-only invalidation never waits, even in a handler.
+            pyfuse3.invalidate_inode(inode, attr_only=True)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=fresh)
 
     @_errors_as_fuse
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,

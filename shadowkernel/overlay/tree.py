@@ -96,6 +96,9 @@ class Tree:
         self._inos = itertools.count(ROOT_INO + 1)
         self._fhs = itertools.count(1)
         self._spill_fds: dict[str, int] = {}
+        # (size, mtime) of user-folder files as last told to the kernel, to notice edits the
+        # user makes while the shadow is mounted (the kernel caches attributes for minutes).
+        self.told: dict[int, tuple[int, int]] = {}
 
     # -- switching and collecting ----------------------------------------------------------
 
@@ -151,6 +154,7 @@ class Tree:
             raise fail(errno.ENOENT)
         ino = self._ino(path)
         self.lookups[ino] += 1
+        self.told[ino] = (st.size, st.mtime_ns)
         return ino, st
 
     def forget(self, ino: int, count: int) -> None:
@@ -159,6 +163,7 @@ class Tree:
             self.lookups[ino] = left
             return
         del self.lookups[ino]
+        self.told.pop(ino, None)
         self._drop_if_unused(ino)
 
     def getattr(self, ino: int) -> Stat:
@@ -168,6 +173,7 @@ class Tree:
             st = self._stat_path(path)
         if st is None:
             raise fail(errno.ENOENT)
+        self.told[ino] = (st.size, st.mtime_ns)
         return st
 
     def setattr(self, ino: int, size: int | None, mode: int | None, mtime_ns: int | None) -> Stat:
@@ -220,6 +226,7 @@ class Tree:
     def opendir(self, ino: int) -> int:
         path = self._dir_path(ino)
         listing = [(name, self._ino(join(path, name)), st) for name, st in self._list(path)]
+        self.told.update((ino, (st.size, st.mtime_ns)) for _, ino, st in listing)
         fh = next(self._fhs)
         self.dirs[fh] = listing
         return fh
@@ -272,9 +279,11 @@ class Tree:
         self._remove(path)
 
     def open(self, ino: int, truncate: bool = False) -> tuple[int, bool]:
-        """A handle for `ino`, and whether the kernel may keep its cached pages.
+        """A handle for `ino`, and whether the kernel's cached pages and attributes still hold.
 
-        libfuse negotiates atomic O_TRUNC, so truncation arrives here, not as a setattr.
+        They don't when the user changed the file in their folder since the kernel was last
+        told its size and mtime. libfuse negotiates atomic O_TRUNC, so truncation arrives
+        here, not as a setattr.
         """
         if truncate:
             self._writable(ino, keep=False).truncate(0)
@@ -285,7 +294,12 @@ class Tree:
         source = self._content_source(path, override)
         if source is None:
             raise fail(errno.ENOENT)
-        return self._open_handle(ino, self.lower.open(source)), True
+        fd = self.lower.open(source)
+        st = os.fstat(fd)
+        now = (st.st_size, st.st_mtime_ns)
+        fresh = self.told.setdefault(ino, now) == now
+        self.told[ino] = now
+        return self._open_handle(ino, fd), fresh
 
     def read(self, fh: int, offset: int, size: int) -> bytes:
         handle = self.handles[fh]
