@@ -10,6 +10,8 @@ from .errors import (
     ShadowError,
     StagingError,
 )
+from .lsp import Lint
+from .run import RunResult
 from .sched.timeline import Event, Timeline
 from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace
 
@@ -20,6 +22,7 @@ __all__ = [
     "Branch",
     "Diff",
     "Event",
+    "Lint",
     "LintTable",
     "Timeline",
     "Version",
@@ -29,6 +32,7 @@ __all__ = [
     "OverlayError",
     "PathError",
     "RunError",
+    "RunResult",
     "ServerError",
     "ShadowError",
     "StagingError",

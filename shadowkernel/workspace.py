@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from . import edits
-from .errors import ConflictError, NotFound, PathError, RunError, ShadowError, StagingError
+from .errors import ConflictError, NotFound, PathError, ShadowError, StagingError
 from .lsp import Lint, LspPool, lint_table, mark_new
 from .lsp.navigation import Hover, Location
 from .merge import merge3
@@ -55,6 +55,7 @@ from .overlay.store import (
     freeze,
 )
 from .paths import RelPath, parent, rel
+from .run import RunResult, run_in_shadow
 from .sched import Lane, Policy, Scheduler, Timeline, View
 
 T = TypeVar("T")
@@ -599,17 +600,18 @@ class Branch:
     # -- runs -------------------------------------------------------------------------------------
 
     def run(self, cmd: str | Sequence[str], timeout: float = 60, network: bool = False,
-            **options: Any) -> Any:  # fmt: skip
+            **options: Any) -> RunResult:  # fmt: skip
         """Run a command inside the shadow at this branch's version (plus what earlier runs
-        wrote). What the run writes stays in the branch's scratch layer."""
+        wrote). What the run writes stays in the branch's scratch layer: later runs see it,
+        lints, diff() and accept() do not. `options` go to `run_in_shadow` (python=True runs
+        `cmd` as Python code; mode, env, cwd, output_cap, max_processes)."""
         return self.workspace._loop.call(self._run(cmd, timeout, network, options))
 
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
-                        network: bool = False, **options: Any) -> Any:  # fmt: skip
+                        network: bool = False, **options: Any) -> RunResult:  # fmt: skip
         return await self.workspace._loop.call_async(self._run(cmd, timeout, network, options))
 
     async def _run(self, cmd: Any, timeout: float, network: bool, options: dict[str, Any]) -> Any:
-        run_in_shadow = _run_in_shadow()
         with self._lock:
             self._check_open()
             version = self._versions[-1]
@@ -625,8 +627,8 @@ class Branch:
             written = _written(result, lane.shadow)
             self._absorb(written)
             lane.touched(set(written))
-            code = getattr(result, "exit_code", getattr(result, "returncode", "?"))
-            return result, f"exit {code}, {_files(len(written))} written"
+            how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+            return result, f"{how}, {_files(len(written))} written ({result.mode})"
 
         return await self.workspace._submit(self, version.number, "run", "run", job)
 
@@ -756,19 +758,6 @@ def _merge_bytes(base: bytes | None, mine: bytes | None, theirs: bytes | None) -
     return None if result.text is None else result.text.encode("utf-8")
 
 
-def _run_in_shadow() -> Any:
-    try:
-        from .run import run_in_shadow
-    except ImportError:
-        raise RunError("runs are not available yet in this build (shadowkernel.run has no "
-                       "run_in_shadow)") from None  # fmt: skip
-    return run_in_shadow
-
-
-def _written(result: Any, shadow: Shadow) -> dict[RelPath, Override | None]:
-    """What a run wrote: from the result when it carries it, else collected from the mount."""
-    for name in ("written", "delta", "changes"):
-        value = getattr(result, name, None)
-        if isinstance(value, Mapping):
-            return dict(value)
-    return shadow.collect()
+def _written(result: RunResult, shadow: Shadow) -> dict[RelPath, Override | None]:
+    """What a run wrote (its delta on the manifest it ran on)."""
+    return dict(result.written)
