@@ -1,6 +1,12 @@
 """The `shadowkernel` command.
 
     shadowkernel mount SRC MNT          # foreground; Ctrl-C unmounts
+    shadowkernel lint SRC [--server S] [--stage PATH=FILE]... [--delete PATH]... [--json]
+    shadowkernel run SRC [--stage PATH=FILE]... [--timeout S] [--net] -- CMD...
+
+`lint` and `run` serve agents outside Jupyter: each stages the given files on one throwaway
+branch of SRC (SRC itself is never written), answers, and exits. `lint` exits 1 when it
+reported lints (like ruff); `run` exits with the command's status (124 at the timeout).
 
 Each subcommand is a `cmd_*` function over the public API; a `ShadowError` becomes a one-line
 message and exit status 2, never a traceback.
@@ -35,6 +41,76 @@ def cmd_mount(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_lint(args: argparse.Namespace) -> int:
+    import json
+
+    from .workspace import Workspace
+
+    with Workspace(args.source, servers=args.server or ["ruff"]) as ws:
+        branch = _stage(ws.branch("cli"), args)
+        table = branch.lint(paths=args.path or None, new_only=args.new_only)
+    if args.json:
+        rows = table.drop(columns=["fixes"]).to_dict(orient="records")
+        for row, fixes in zip(rows, table["fixes"], strict=True):
+            row["new"] = _flag(row["new"])
+            row["fixes"] = [fix.title for fix in fixes]
+        print(json.dumps(rows, default=str))
+    else:
+        for row in table.itertuples(index=False):
+            mark = " (new)" if _flag(row.new) else ""
+            print(f"{row.path}:{row.line}:{row.column}: {row.code} {row.message}{mark}")
+    return 1 if len(table) else 0
+
+
+def _flag(value: object) -> bool | None:
+    """A nullable-boolean cell as a plain bool (None when unknown)."""
+    return None if value is None or value != value or str(value) == "<NA>" else bool(value)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .workspace import Workspace
+
+    command = args.cmd
+    if not command:
+        print("shadowkernel run: give the command after '--'", file=sys.stderr)
+        return 2
+    with Workspace(args.source, servers=[]) as ws:
+        branch = _stage(ws.branch("cli"), args)
+        result = branch.run(command, timeout=args.timeout, network=args.net)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    for note in result.notes:
+        print(f"shadowkernel run: {note}", file=sys.stderr)
+    if result.timed_out:
+        print(f"shadowkernel run: killed at the {args.timeout} s timeout", file=sys.stderr)
+        return 124
+    return result.exit_code if result.exit_code is not None else 1
+
+
+def _stage(branch, args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Stage every --stage PATH=FILE (FILE '-' reads stdin) and --delete PATH on `branch`."""
+    for spec in args.stage:
+        path, sep, file = spec.partition("=")
+        if not sep or not path or not file:
+            raise ShadowError(f"--stage {spec!r}: give PATH=FILE (FILE '-' reads stdin)")
+        try:
+            text = sys.stdin.read() if file == "-" else open(file, encoding="utf-8").read()  # noqa: SIM115
+        except OSError as exc:
+            raise ShadowError(f"--stage {spec!r}: cannot read {file!r}: {exc.strerror}") from None
+        branch.write(path, text)
+    for path in args.delete:
+        branch.delete(path)
+    return branch
+
+
+def _staging_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SRC", help="the user's project folder (never written)")
+    parser.add_argument("--stage", action="append", default=[], metavar="PATH=FILE",
+                        help="stage FILE's text as PATH (relative to SRC); repeatable")  # fmt: skip
+    parser.add_argument("--delete", action="append", default=[], metavar="PATH",
+                        help="stage the deletion of PATH; repeatable")  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shadowkernel", description="A private, writable shadow of a project for AI agents."
@@ -47,11 +123,38 @@ def build_parser() -> argparse.ArgumentParser:
     mount.add_argument("source", metavar="SRC", help="the user's project folder (never written)")
     mount.add_argument("mountpoint", metavar="MNT", help="an empty folder outside SRC")
     mount.set_defaults(run=cmd_mount)
+
+    lint = sub.add_parser("lint", help="lint SRC with files staged on a throwaway branch")
+    _staging_arguments(lint)
+    lint.add_argument("--server", action="append", metavar="S",
+                      help="language server (default ruff); repeatable")  # fmt: skip
+    lint.add_argument("--path", action="append", metavar="PATH",
+                      help="lint these files (default: the staged ones); repeatable")  # fmt: skip
+    lint.add_argument("--new-only", action="store_true", help="only lints the staging introduced")
+    lint.add_argument("--json", action="store_true", help="one JSON list of lint rows")
+    lint.set_defaults(run=cmd_lint)
+
+    run = sub.add_parser("run", help="run CMD in a shadow of SRC with files staged")
+    _staging_arguments(run)
+    run.add_argument("--timeout", type=float, default=60, metavar="S", help="seconds (default 60)")
+    run.add_argument("--net", action="store_true", help="allow network access (default: none)")
+    run.add_argument("cmd", nargs="*", metavar="CMD", help="the command, after '--'")
+    run.set_defaults(run=cmd_run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    # Everything after the first '--' is a command to run, verbatim (argparse's own '--'
+    # handling does not reach into subcommands reliably).
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = words[words.index("--") + 1 :] if "--" in words else []
+    words = words[: words.index("--")] if "--" in words else words
+    parser = build_parser()
+    args = parser.parse_args(words)
+    if command and not hasattr(args, "cmd"):
+        parser.error(f"'{args.command}' takes no command after '--'")
+    if hasattr(args, "cmd"):
+        args.cmd = [*args.cmd, *command]
     try:
         return int(args.run(args))
     except ShadowError as exc:
