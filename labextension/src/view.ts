@@ -219,7 +219,10 @@ export class TimelineView {
     for (const t of ticks) {
       const x = timeToX(view, width, t);
       svg('line', { x1: x, x2: x, y1: AXIS_HEIGHT - 4, y2: height }, this.grid);
-      const label = svg('text', { x, y: AXIS_HEIGHT - 8 }, this.axis);
+      // Labels are not clipped (the first one may reach into the label column); the one
+      // at the right edge is right-aligned so it stays inside the figure.
+      const anchor = x > width - 24 ? 'end' : 'middle';
+      const label = svg('text', { x, y: AXIS_HEIGHT - 8, 'text-anchor': anchor }, this.axis);
       label.textContent = formatTick(t, step, unit);
     }
   }
@@ -256,26 +259,9 @@ export class TimelineView {
 
   private renderBars(bars: BarGeometry[]): void {
     const showLane = new Set(this.timeline?.events.map(e => e.lane)).size > 1;
-    const visible = new Set<number>();
-    const cursors = new Map<string, ChildNode | null>();
-    for (const bar of bars) {
-      const group = this.branchGroups.get(bar.event.branch);
-      if (!group) {
-        continue;
-      }
-      const el = this.bars.get(bar.event.id) ?? this.createBar(bar.event.id);
-      this.updateBar(el, bar, showLane);
-      visible.add(bar.event.id);
-      // Keep document order = time order inside each branch, which is the Tab order;
-      // only out-of-place bars move, so a focused bar keeps its focus.
-      const cursor = cursors.has(bar.event.branch) ? cursors.get(bar.event.branch)! : group.firstChild;
-      if (el === cursor) {
-        cursors.set(bar.event.branch, el.nextSibling);
-      } else {
-        group.insertBefore(el, cursor);
-        cursors.set(bar.event.branch, el.nextSibling);
-      }
-    }
+    const visible = new Set(bars.map(bar => bar.event.id));
+    // Drop bars that left the window first, so the ordering below never has to move the
+    // focused bar past them (moving a focused element blurs it).
     for (const [id, el] of this.bars) {
       if (!visible.has(id)) {
         if (el.contains(document.activeElement)) {
@@ -284,6 +270,22 @@ export class TimelineView {
         el.remove();
         this.bars.delete(id);
       }
+    }
+    // Keep document order = time order inside each branch, which is the Tab order;
+    // only out-of-place bars move.
+    const cursors = new Map<string, ChildNode | null>();
+    for (const bar of bars) {
+      const group = this.branchGroups.get(bar.event.branch);
+      if (!group) {
+        continue;
+      }
+      const el = this.bars.get(bar.event.id) ?? this.createBar(bar.event.id);
+      this.updateBar(el, bar, showLane);
+      const cursor = cursors.has(bar.event.branch) ? cursors.get(bar.event.branch)! : group.firstChild;
+      if (el !== cursor) {
+        group.insertBefore(el, cursor);
+      }
+      cursors.set(bar.event.branch, el.nextSibling);
     }
   }
 
@@ -576,7 +578,7 @@ export class TimelineView {
     this.labels = svg('g', { class: 'sk-Timeline-labels', 'aria-hidden': 'true' }, inner);
     const clipped = svg('g', { 'clip-path': `url(#${this.id}-clip)` }, inner);
     this.grid = svg('g', { class: 'sk-Timeline-grid', 'aria-hidden': 'true' }, clipped);
-    this.axis = svg('g', { class: 'sk-Timeline-axis', 'aria-hidden': 'true' }, clipped);
+    this.axis = svg('g', { class: 'sk-Timeline-axis', 'aria-hidden': 'true' }, inner);
     this.rowsLayer = svg('g', { class: 'sk-Timeline-rows' }, clipped);
     this.empty = svg('text', { class: 'sk-Timeline-empty' }, inner);
     return root;

@@ -1,0 +1,233 @@
+"""The timeline extension in a real JupyterLab, in a real (headless chromium) browser.
+
+1. A saved notebook whose output holds a timeline renders it with no kernel running code:
+   rows per branch, bars per request, the tooltip on hover and on keyboard focus, zoom and
+   pan by keys, in the light and the dark theme (screenshots in test-artifacts/).
+2. Live: a plain python3 kernel displays a timeline and grows it with update_display; the
+   same view grows, keeping the zoom the user chose.
+
+Elements are found by their roles and labels, as a screen reader would. JupyterLab
+virtualises cells, so waits are for "attached", and no test sleeps.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from browser import lab as labtools
+from browser.timeline_data import bundle, saved_events
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+_missing = labtools.missing_requirements()
+if _missing:
+    pytest.skip(_missing, allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+# Generous bounds for a loaded CI machine; waits end as soon as the condition holds.
+expect.set_options(timeout=20_000)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[labtools.Lab]:
+    if labtools.installed_extension_dir() is None:
+        pytest.fail("the shadowkernel-timeline extension is not installed: run bash .ci/setup")
+    root = tmp_path_factory.mktemp("lab-root")
+    private = tmp_path_factory.mktemp("lab-private")
+    with labtools.running_lab(root, private) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=labtools.CHROMIUM, args=labtools.CHROMIUM_ARGS, headless=True
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def open_notebook(page: Page, lab: labtools.Lab, name: str) -> None:
+    page.goto(lab.open_url(name))
+    page.wait_for_function("() => window.jupyterapp?.shell?.currentWidget?.context?.path")
+
+
+def branch_rows(page: Page):
+    return page.get_by_role("list", name=re.compile(r"^branch "))
+
+
+def bars(page: Page):
+    return page.get_by_role("listitem", name=re.compile(r"^branch .* · version "))
+
+
+def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) -> None:
+    events = saved_events()
+    output = nbformat.v4.new_output("display_data", data=bundle(events))
+    cell = nbformat.v4.new_code_cell("ws.timeline()", outputs=[output])
+    intro = nbformat.v4.new_markdown_cell("# Four agents, one shadow")
+    # A kernel that is not installed: the saved output alone must render the timeline.
+    labtools.write_notebook(lab.root / "saved.ipynb", [intro, cell], kernel="shadowkernel")
+
+    open_notebook(page, lab, "saved.ipynb")
+    no_kernel = page.get_by_role("dialog").get_by_role("button", name="No Kernel", exact=True)
+    no_kernel.wait_for(state="visible")
+    no_kernel.click()
+    labtools.set_theme(page, "JupyterLab Light")
+
+    figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline: 4 branches, 25 requests"))
+    figure.wait_for(state="attached")
+    expected = {}
+    for e in events:
+        expected[e["branch"]] = expected.get(e["branch"], 0) + 1
+    expect(branch_rows(page)).to_have_count(len(expected))
+    for branch, count in expected.items():
+        row = page.get_by_role("list", name=f"branch {branch}: {count} requests")
+        expect(row.get_by_role("listitem")).to_have_count(count)
+    expect(bars(page)).to_have_count(len(events))
+    summary = page.get_by_text(re.compile(r"^25 requests · \d+ switches$"))
+    expect(summary).to_be_attached()
+    expect(page.get_by_text(re.compile(r"^switching .* ms vs serving .* ms \(.*% of busy time\)$"))).to_be_attached()
+    expect(page.get_by_role("list", name="Legend").get_by_role("listitem")).to_have_count(6)
+
+    # Hovering a bar shows the tooltip; its text is the bar's accessible name.
+    # A lint from the middle of the session, so zooming around it keeps it whole in view.
+    middle = (events[0]["queued"] + max(e["finished"] for e in events)) / 2
+    lint = min((e for e in events if e["kind"] == "lint"), key=lambda e: abs(e["started"] - middle))
+    bar = page.get_by_role(
+        "listitem", name=re.compile(rf"^branch {lint['branch']} · version {lint['version']} · lint( · shadow 0)?\. ")
+    ).first
+    bar.scroll_into_view_if_needed()
+    bar.hover()
+    tooltip = page.get_by_role("tooltip")
+    expect(tooltip).to_be_visible()
+    expect(tooltip).to_contain_text(lint["outcome"])
+    expect(tooltip).to_contain_text(re.compile(r"waited [\d.]+ ms · switch [\d.]+ ms · served [\d.]+ ms"))
+    label = bar.get_attribute("aria-label")
+    assert label == ". ".join(tooltip.locator(":scope > div").all_inner_texts())
+    assert bar.get_attribute("aria-describedby") == tooltip.get_attribute("id")
+    labtools.screenshot(figure.locator("xpath=.."), "timeline-light.png")
+    labtools.screenshot(page, "timeline-light-page.png")
+
+    # Keyboard: focus a bar (the tooltip follows focus), zoom in around it, pan, fit.
+    page.mouse.move(0, 0)
+    expect(tooltip).to_be_hidden()
+    bar.focus()
+    expect(tooltip).to_be_visible()
+    fit = page.get_by_role("button", name=re.compile("^Show the whole timeline"))
+    expect(fit).to_be_disabled()
+    serve_width = "el => el.querySelector('.sk-Timeline-serve').getBoundingClientRect().width"
+    width_before = bar.evaluate(serve_width)
+    page.keyboard.press("+")
+    page.keyboard.press("+")
+    expect(fit).to_be_enabled()
+    assert bar.evaluate(serve_width) == pytest.approx(width_before * 1.5**2, rel=0.05)
+    assert bar.evaluate("el => el === document.activeElement"), "focus stays on the bar while zooming"
+    expect(bars(page)).not_to_have_count(len(events))  # zoomed in: bars out of the window are culled
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("0")
+    expect(fit).to_be_disabled()
+    expect(bars(page)).to_have_count(len(events))
+
+    # Pointer: the wheel zooms around the pointer, a drag pans, Fit shows everything again.
+    box = figure.bounding_box()
+    x, y = box["x"] + box["width"] * 0.6, box["y"] + box["height"] * 0.5
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -400)
+    expect(fit).to_be_enabled()
+    zoomed = figure.locator("svg text").all_text_contents()
+    page.mouse.down()
+    page.mouse.move(x - 250, y, steps=5)
+    page.mouse.up()
+    assert figure.locator("svg text").all_text_contents() != zoomed, "dragging did not pan"
+    fit.click()
+    expect(fit).to_be_disabled()
+
+    labtools.set_theme(page, "JupyterLab Dark")
+    bar.hover()
+    expect(tooltip).to_be_visible()
+    labtools.screenshot(figure.locator("xpath=.."), "timeline-dark.png")
+    labtools.screenshot(page, "timeline-dark-page.png")
+
+
+LIVE_CELL = """\
+import pathlib, sys, time
+from IPython.display import display, update_display
+sys.path.insert(0, {helpers!r})
+from timeline_data import bundle, simulate
+
+def wait_for(flag):  # the test creates the flag once it has seen the previous state
+    deadline = time.monotonic() + 60
+    while not pathlib.Path(flag).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(flag)
+        time.sleep(0.02)
+
+display(bundle(simulate({first})), raw=True, display_id="timeline")
+for step, size in enumerate({rest}, 1):
+    wait_for(f"step-{{step}}")
+    update_display(bundle(simulate(size)), raw=True, display_id="timeline")
+print("done")
+"""
+
+
+def test_live_timeline_grows_in_place(page: Page, lab: labtools.Lab, tmp_path: Path) -> None:
+    sizes = (2, 6, 11, 17)
+    helpers = tmp_path / "helpers"
+    helpers.mkdir()
+    shutil.copy(Path(labtools.__file__).with_name("timeline_data.py"), helpers)
+    source = LIVE_CELL.format(helpers=str(helpers), first=sizes[0], rest=list(sizes[1:]))
+    labtools.write_notebook(lab.root / "live.ipynb", [nbformat.v4.new_code_cell(source)])
+
+    open_notebook(page, lab, "live.ipynb")
+    labtools.set_theme(page, "JupyterLab Light")
+    labtools.wait_for_idle_kernel(page)
+    # Not awaited: the command resolves only when the cell ends, and the cell waits for us.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+    figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline: "))
+    figure.wait_for(state="attached")
+    expect(bars(page)).to_have_count(sizes[0])
+    # Marks the DOM node: live updates must re-render this same view, not replace it.
+    figure.evaluate("el => { el.dataset.testMarker = 'first-render'; }")
+
+    # While everything is shown, the view follows the growing timeline.
+    (lab.root / "step-1").touch()
+    expect(bars(page)).to_have_count(sizes[1])
+    expect(figure).to_have_attribute("aria-label", re.compile(rf": .*, {sizes[1]} requests\."))
+    (lab.root / "step-2").touch()
+    expect(bars(page)).to_have_count(sizes[2])
+    expect(page.get_by_text(f"{sizes[2]} requests · ", exact=False)).to_be_attached()
+
+    # Once the user zooms, updates keep the window they chose.
+    figure.focus()
+    page.keyboard.press("+")
+    fit = page.get_by_role("button", name=re.compile("^Show the whole timeline"))
+    expect(fit).to_be_enabled()
+    axis = figure.locator("svg text").all_text_contents()
+    (lab.root / "step-3").touch()
+    expect(figure).to_have_attribute("aria-label", re.compile(rf": .*, {sizes[3]} requests\."))
+    expect(fit).to_be_enabled()
+    assert figure.locator("svg text").all_text_contents() == axis, "the zoom window moved"
+    assert figure.evaluate("el => el.dataset.testMarker") == "first-render"
+
+    fit.click()
+    expect(bars(page)).to_have_count(sizes[3])
+    expect(page.get_by_text("done", exact=True)).to_be_attached()
+    labtools.screenshot(figure.locator("xpath=.."), "timeline-live.png")
