@@ -53,6 +53,13 @@ def test_command_line_isolates_the_network_only_when_asked() -> None:
     assert "ip link set lo up" not in setup_script(plan(network=True))
 
 
+def test_offline_runs_join_the_shared_loopback_namespace_when_there_is_one() -> None:
+    line = command_line(plan(netns="/run/netns/x"))
+    assert line[:2] == ["nsenter", "--net=/run/netns/x"] and "--net" not in line
+    assert "ip link" not in setup_script(plan(netns="/run/netns/x"))
+    assert "--net" not in command_line(plan(network=True, netns="/run/netns/x"))[2:]
+
+
 def test_unprivileged_runs_map_root_in_a_user_namespace() -> None:
     line = command_line(plan(privileged=False))
     assert line[line.index("--user") + 1] == "--map-root-user"

@@ -119,6 +119,9 @@ class _Writer:
         # The FUSE view shows every override as owned by the folder's owner; so does this one.
         self.owner = None if root.st_uid == os.geteuid() else (root.st_uid, root.st_gid)
         self.dir_times: dict[RelPath, int] = {}
+        self.made: set[RelPath] = {ROOT}  # upper directories known to exist
+        self.shown_dirs: dict[RelPath, bool] = {}  # memo: is this a directory in the view?
+        self.copied = False  # whether a copied tree may already hold an override's path
 
     def at(self, path: RelPath) -> bytes:
         return os.fsencode(os.path.join(self.upper, path)) if path else os.fsencode(self.upper)
@@ -147,7 +150,7 @@ class _Writer:
         self.chown(ROOT, (root.st_uid, root.st_gid))
         self.dir_times[ROOT] = root.st_mtime_ns
         for path in _by_depth(p for p in self.manifest if p):
-            if reachable(self.manifest, self.lower, path):
+            if self.reachable(path):
                 self.ensure_parents(path)
                 self.clear(path)
                 self.put(path, self.manifest[path])
@@ -155,21 +158,36 @@ class _Writer:
         for path, mtime_ns in sorted(self.dir_times.items(), key=lambda kv: -kv[0].count("/")):
             os.utime(self.at(path), ns=(mtime_ns, mtime_ns))
 
+    def reachable(self, path: RelPath) -> bool:
+        """`reachable()`, memoised per directory: overrides share their parents."""
+        up = parent(path)
+        if up == ROOT:
+            return True
+        if up not in self.shown_dirs:
+            override = self.manifest.get(up)
+            here = isinstance(override, Dir) if override is not None else _is_lower_dir(
+                self.lower, lower_source(self.manifest, up))  # fmt: skip
+            self.shown_dirs[up] = here and self.reachable(up)
+        return self.shown_dirs[up]
+
     def ensure_parents(self, path: RelPath) -> None:
         """Upper copies of the lower directories above `path`, with their mode and mtime."""
         missing = []
         up = parent(path)
-        while up != ROOT and not os.path.lexists(self.at(up)):
+        while up not in self.made and not os.path.lexists(self.at(up)):
             missing.append(up)
             up = parent(up)
         for directory in reversed(missing):
             st = self.lower.lstat(lower_source(self.manifest, directory))  # type: ignore[arg-type]
             assert st is not None  # reachable() checked it
             os.mkdir(self.at(directory))
+            self.made.add(directory)
             self.meta(directory, st.st_mode, st.st_mtime_ns, owner=(st.st_uid, st.st_gid))
 
     def clear(self, path: RelPath) -> None:
         """Whatever a copied tree put at `path` before its own override replaces it."""
+        if not self.copied:
+            return
         target = self.at(path)
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target)
@@ -194,6 +212,7 @@ class _Writer:
 
     def put_dir(self, path: RelPath, override: Dir) -> None:
         os.mkdir(self.at(path))
+        self.made.add(path)
         self.meta(path, override.mode, override.mtime_ns)
         if override.origin is None:
             os.setxattr(self.at(path), OPAQUE, b"y")
@@ -202,6 +221,7 @@ class _Writer:
                 os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(override.origin))
             else:
                 os.setxattr(self.at(path), OPAQUE, b"y")
+                self.copied = True
                 self.copy_tree(override.origin, path)
 
     def put_file(self, path: RelPath, override: File) -> None:

@@ -39,7 +39,7 @@ from ..paths import ROOT, RelPath, rel
 from .cgroup import PidsCgroup, pids_hierarchy
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
-from .sandbox import Plan, command_line, machine
+from .sandbox import Plan, command_line, machine, offline_netns
 
 MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
@@ -114,15 +114,24 @@ def _overlay_problem(source: str) -> str | None:
         return "the upper layer needs root (trusted.* xattrs)"
     if any(c in source for c in ",:\\"):
         return f"the folder path {source!r} holds ',', ':' or '\\'"
-    scratch = os.path.realpath(tempfile.gettempdir())
+    scratch = os.path.realpath(scratch_parent())
     if (scratch + "/").startswith(source.rstrip("/") + "/"):
-        return f"the temporary directory {scratch} lies inside the folder"
+        return f"the scratch directory {scratch} lies inside the folder"
     return None
+
+
+def scratch_parent() -> str:
+    """Where upper layers go: tmpfs if there is one (creating a file on a disk costs ~0.4 ms
+    here, on tmpfs ~10 us), else the temporary directory."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return tempfile.gettempdir()
 
 
 def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
     if mode == "overlayfs":
-        scratch = tempfile.mkdtemp(prefix="shadowkernel-run-")
+        scratch = tempfile.mkdtemp(prefix="shadowkernel-run-", dir=scratch_parent())
         try:
             return _overlay_view(shadow.source, manifest, scratch)
         except BaseException:
@@ -177,7 +186,17 @@ def _plan(view: _View, argv: list[str], workdir: RelPath, network: bool) -> Plan
         privileged=m.root,
         mount=view.mount,
         drop_caps=m.setpriv,
+        netns=None if network or view.mode == "fuse-at-mountpoint" else _netns(),
     )
+
+
+_offline: list[str | None] = []
+
+
+def _netns() -> str | None:
+    if not _offline or (_offline[0] and not os.path.exists(_offline[0])):
+        _offline[:] = [offline_netns()]  # once per process: `ip` costs milliseconds
+    return _offline[0]
 
 
 def _execute(plan: Plan, env: Mapping[str, str] | None, timeout: float, cap: int,

@@ -1,0 +1,178 @@
+"""Runs: per-run setup cost, and real workloads inside a run vs natively, in both views.
+
+    .venv/bin/python benchmarks/runs.py [--repeat N]
+
+The workspace (a git repository of generated packages plus a `.venv` with pandas made by
+`uv`) is built once under /tmp/shadowkernel-bench-runs and reused. Workload times are taken
+inside the run by bash's `time`, so they compare the workload itself; the setup rows time
+`run_in_shadow(["true"])` end to end against spawning `true` natively. Prints a table, then
+one JSON object as the last line. Needs root and FUSE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from shadowkernel.overlay.shadow import Shadow  # noqa: E402
+from shadowkernel.overlay.store import File  # noqa: E402
+from shadowkernel.paths import RelPath  # noqa: E402
+from shadowkernel.run import run_in_shadow  # noqa: E402
+
+ROOT = Path("/tmp/shadowkernel-bench-runs")
+WORKSPACE = ROOT / "workspace"
+LAYOUT = "1"
+MODES = ["overlayfs", "fuse"]
+TARGETS = {"import pandas": 1.15, "git status": 1.5, "full read": 1.3, "find": 1.5}
+WORKLOADS = {
+    "import pandas": ".venv/bin/python -c 'import pandas'",
+    "git status": "git status --porcelain",
+    "full read": "find . -type f -print0 | xargs -0 cat",
+    "find": "find .",
+}
+
+
+# -- the workspace --------------------------------------------------------------------------------
+
+
+def ensure_workspace() -> Path:
+    marker = ROOT / "layout"
+    if marker.exists() and marker.read_text() == LAYOUT:
+        return WORKSPACE
+    shutil.rmtree(ROOT, ignore_errors=True)
+    WORKSPACE.mkdir(parents=True)
+    for package in ("app", "core", "io", "models"):
+        for sub in ("api", "cli", "db", "utils"):
+            directory = WORKSPACE / "src" / package / sub
+            directory.mkdir(parents=True)
+            (directory / "__init__.py").write_text("")
+            for i in range(15):
+                body = "".join(f"def f{j}(x):\n    return x + {j}\n\n" for j in range(40))
+                (directory / f"mod{i}.py").write_text(f'"""{package}.{sub}.mod{i}"""\n\n' + body)
+    (WORKSPACE / ".gitignore").write_text(".venv/\n__pycache__/\n")
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=WORKSPACE, check=True)
+    subprocess.run([*git, "add", "."], cwd=WORKSPACE, check=True)
+    subprocess.run([*git, "commit", "-qm", "initial"], cwd=WORKSPACE, check=True)
+    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, ".venv"], cwd=WORKSPACE,
+                   check=True)  # fmt: skip
+    # Copies and bytecode at install time: importing then reads only, as in a used venv.
+    subprocess.run(["uv", "pip", "install", "-q", "--python", ".venv/bin/python", "--link-mode",
+                    "copy", "--compile-bytecode", "pandas"], cwd=WORKSPACE, check=True)  # fmt: skip
+    marker.write_text(LAYOUT)
+    return WORKSPACE
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+def timed(command: str) -> str:
+    """A bash command printing the seconds `command` took (its own output discarded)."""
+    quoted = command.replace("'", "'\\''")
+    return f"TIMEFORMAT=%R; {{ time bash -c '{quoted}' >/dev/null 2>&1; }} 2>&1"
+
+
+def native_seconds(workspace: Path, command: str) -> float:
+    out = subprocess.run(["bash", "-c", timed(command)], cwd=workspace, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return float(out.stdout.split()[-1])
+
+
+def run_seconds(shadow: Shadow, command: str, mode: str) -> float:
+    result = run_in_shadow(shadow, {}, timed(command), mode=mode, network=True, timeout=600)
+    if result.exit_code != 0:
+        raise RuntimeError(f"{command!r} failed in {mode}: {result.stderr[-2000:]}")
+    return float(result.stdout.split()[-1])
+
+
+def median_of(repeat: int, measure) -> float:
+    measure()  # warm the page cache and the FUSE kernel caches
+    return statistics.median(measure() for _ in range(repeat))
+
+
+def setup_times(shadow: Shadow, mode: str, overrides: int, repeat: int) -> float:
+    store = shadow.store
+    manifest = {
+        RelPath(f"src/app/api/extra{i}.py"): File(blob=store.make(b"X = %d\n" % i), mode=0o644,
+                                                  mtime_ns=10**18)  # fmt: skip
+        for i in range(overrides)
+    }
+
+    def once() -> float:
+        start = time.perf_counter()
+        result = run_in_shadow(shadow, manifest, ["true"], mode=mode)
+        assert result.exit_code == 0, result.stderr
+        return time.perf_counter() - start
+
+    return median_of(repeat, once)
+
+
+def native_spawn(repeat: int) -> float:
+    def once() -> float:
+        start = time.perf_counter()
+        subprocess.run(["true"], check=True)
+        return time.perf_counter() - start
+
+    return median_of(repeat, once)
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    workspace = ensure_workspace()
+    files = sum(len(f) for _, _, f in os.walk(workspace))
+    report: dict = {"workspace_files": files, "setup_ms": {}, "workloads": {}}
+    with Shadow(workspace) as shadow:
+        spawn = native_spawn(args.repeat * 4)
+        report["native_spawn_ms"] = round(spawn * 1000, 2)
+        for mode in MODES:
+            rows = {n: setup_times(shadow, mode, n, args.repeat * 4) for n in (0, 100, 1000)}
+            report["setup_ms"][mode] = {
+                "0": round((rows[0] - spawn) * 1000, 2),
+                "100": round((rows[100] - spawn) * 1000, 2),
+                "1000": round((rows[1000] - spawn) * 1000, 2),
+                "per_override_us": round((rows[1000] - rows[0]) / 1000 * 1e6, 2),
+            }
+        for name, command in WORKLOADS.items():
+            native = median_of(args.repeat, lambda c=command: native_seconds(workspace, c))
+            row = {"native_s": round(native, 4), "target_ratio": TARGETS[name]}
+            for mode in MODES:
+                inside = median_of(args.repeat, lambda c=command, m=mode: run_seconds(shadow, c, m))
+                row[f"{mode}_s"] = round(inside, 4)
+                row[f"{mode}_ratio"] = round(inside / native, 2) if native else None
+            report["workloads"][name] = row
+    print_table(report)
+    print(json.dumps(report, sort_keys=True))
+
+
+def print_table(report: dict) -> None:
+    print(f"workspace: {report['workspace_files']} files; native spawn of `true`: "
+          f"{report['native_spawn_ms']} ms")  # fmt: skip
+    print("\nper-run setup (run_in_shadow(['true']) minus native spawn; target <= 20 ms + O(n))")
+    print(f"{'mode':<11}{'0 overrides':>14}{'100':>10}{'1000':>10}{'per override':>16}")
+    for mode, row in report["setup_ms"].items():
+        print(f"{mode:<11}{row['0']:>11.1f} ms{row['100']:>7.1f} ms{row['1000']:>7.1f} ms"
+              f"{row['per_override_us']:>13.1f} us")  # fmt: skip
+    print("\nworkloads inside a run vs native (median seconds; ratio; target)")
+    print(f"{'workload':<15}{'native':>9}" + "".join(f"{m:>22}" for m in MODES) + f"{'target':>9}")
+    for name, row in report["workloads"].items():
+        cells = "".join(f"{row[f'{m}_s']:>13.3f} ({row[f'{m}_ratio']:>4.2f}x)" for m in MODES)
+        print(f"{name:<15}{row['native_s']:>9.3f}{cells}{row['target_ratio']:>8.2f}x")
+    print()
+
+
+if __name__ == "__main__":
+    main()
