@@ -102,8 +102,9 @@ def median_of(repeat: int, measure) -> float:
 def setup_times(shadow: Shadow, mode: str, overrides: int, repeat: int) -> float:
     store = shadow.store
     manifest = {
-        RelPath(f"src/app/api/extra{i}.py"): File(blob=store.make(b"X = %d\n" % i), mode=0o644,
-                                                  mtime_ns=10**18)  # fmt: skip
+        RelPath(f"src/app/api/extra{i}.py"): File(
+            blob=store.make(b"X = %d\n" % i), mode=0o644, mtime_ns=10**18
+        )  # fmt: skip
         for i in range(overrides)
     }
 
