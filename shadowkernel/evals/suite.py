@@ -1,0 +1,180 @@
+"""Task suites: a folder of small projects, and tasks whose hidden tests decide success.
+
+    suite/
+      suite.toml                  name, description
+      pytest.ini                  how the tests run (optional)
+      projects/                   the workspace root: what the shadow shows
+        ruff.toml                 lint configuration (optional)
+        <project>/...             a small Python project, with its visible tests in tests/
+      tasks/<task-id>/
+        task.toml                 project, kind, statement, files, [[solution]] edits
+        repro/test_*.py           visible: shown to agents in conditions with run output
+        hidden/test_*.py          hidden: decide success; never shown to an agent
+
+Hidden tests live outside the workspace root, so nothing in the shadow reveals them; they run
+inside the shadow through `branch.run`. Task paths (`files`, solution paths) are relative to
+the task's project; `Task` holds them relative to the workspace root, as branches want them.
+
+A task whose folder cannot be read is loaded anyway, with `problem` saying what is wrong:
+the experiment records it as a failed cell instead of stopping (caveat: nothing but the
+folder layout and task.toml is checked at load time; a wrong hidden test shows up as a failed
+check).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..agents.edits import AgentOutputError, Edit, from_json
+
+BUILTIN = Path(__file__).with_name("suite")
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    project: str  # the project's folder under the workspace root
+    statement: str
+    files: tuple[str, ...]  # focus files, relative to the workspace root
+    solution: tuple[Edit, ...]  # a reference solution (paths relative to the workspace root)
+    hidden: str  # absolute folder of the hidden tests
+    repro: str | None  # absolute folder of the visible repro tests, if any
+    kind: str = "bug"
+    folder: str = ""
+    problem: str | None = None  # why the task is malformed (it then always fails)
+    digest: str = ""  # of task.toml and the tests: part of the cache key
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    root: str  # the suite folder
+    workspace_root: str  # projects/: the folder the Workspace shadows
+    tasks: tuple[Task, ...]
+    description: str = ""
+    pytest_ini: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __getitem__(self, task_id: str) -> Task:
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
+
+    def select(self, ids: Sequence[str] | None = None, *, first: int | None = None) -> Suite:
+        """A suite with only the tasks named (in suite order), or the first few."""
+        tasks = self.tasks if ids is None else tuple(self[i] for i in ids)
+        return replace(self, tasks=tasks[:first] if first is not None else tasks)
+
+    def with_tasks(self, tasks: Sequence[Task]) -> Suite:
+        return replace(self, tasks=tuple(tasks))
+
+    def frame(self):  # -> pd.DataFrame
+        import pandas as pd
+
+        return pd.DataFrame(
+            [{"task": t.id, "project": t.project, "kind": t.kind, "files": ", ".join(t.files),
+              "problem": t.problem, "statement": " ".join(t.statement.split())} for t in self]
+        )  # fmt: skip
+
+
+def builtin_suite() -> Suite:
+    """The suite shipped with shadowkernel: 20 bugs and features in 5 small projects."""
+    return load_suite(BUILTIN)
+
+
+def load_suite(path: str | os.PathLike[str] | None = None) -> Suite:
+    """A suite from its folder (None: the built-in suite)."""
+    root = Path(path) if path is not None else BUILTIN
+    if not (root / "projects").is_dir() or not (root / "tasks").is_dir():
+        raise FileNotFoundError(f"suite folder {os.fspath(root)!r} needs projects/ and tasks/ "
+                                "folders (see shadowkernel.evals.suite)")  # fmt: skip
+    meta = _read_toml(root / "suite.toml") if (root / "suite.toml").is_file() else {}
+    tasks = tuple(load_task(d) for d in sorted((root / "tasks").iterdir()) if d.is_dir())
+    ini = root / "pytest.ini"
+    return Suite(
+        name=str(meta.get("name", root.name)), root=str(root.resolve()),
+        workspace_root=str((root / "projects").resolve()), tasks=tasks,
+        description=str(meta.get("description", "")),
+        pytest_ini=str(ini.resolve()) if ini.is_file() else None,
+    )  # fmt: skip
+
+
+def load_task(folder: str | os.PathLike[str]) -> Task:
+    """One task from its folder; a malformed one comes back with `problem` set."""
+    folder = Path(folder).resolve()
+    projects = folder.parent.parent / "projects"
+    try:
+        return _load_task(folder, projects)
+    except (OSError, ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as e:
+        message = f"{type(e).__name__}: {e}" if not isinstance(e, ValueError) else str(e)
+        return Task(id=folder.name, project="", statement="", files=(), solution=(),
+                    hidden=str(folder / "hidden"), repro=None, folder=str(folder),
+                    problem=f"task {folder.name!r} is malformed: {message}")  # fmt: skip
+
+
+def _load_task(folder: Path, projects: Path) -> Task:
+    data = _read_toml(folder / "task.toml")
+    project = _field(data, "project", str)
+    statement = _field(data, "statement", str).strip()
+    if not (projects / project).is_dir():
+        raise ValueError(f"project {project!r} is not a folder under {projects}")
+    if not (folder / "hidden").is_dir() or not any((folder / "hidden").glob("test_*.py")):
+        raise ValueError("hidden/ has no test_*.py: nothing would decide success")
+    prefix = project + "/"
+    files = tuple(prefix + f for f in _field(data, "files", list))
+    try:
+        solution = tuple(_prefixed(from_json(e), prefix) for e in data.get("solution", []))
+    except AgentOutputError as e:
+        raise ValueError(f"solution: {e}") from None
+    repro = folder / "repro"
+    return Task(
+        id=str(data.get("id", folder.name)), project=project, statement=statement, files=files,
+        solution=solution, hidden=str(folder / "hidden"),
+        repro=str(repro) if repro.is_dir() else None, kind=str(data.get("kind", "bug")),
+        folder=str(folder), digest=_digest(folder),
+    )  # fmt: skip
+
+
+def _read_toml(path: Path) -> dict:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def _field(data: dict, name: str, kind: type) -> object:
+    if name not in data:
+        raise ValueError(f"task.toml has no {name!r}")
+    if not isinstance(data[name], kind):
+        raise ValueError(f"task.toml: {name!r} must be a {kind.__name__}")
+    return data[name]
+
+
+def _prefixed(edit: Edit, prefix: str) -> Edit:
+    from ..agents.edits import Patch
+
+    if isinstance(edit, Patch):
+        return edit  # a patch names its own paths (relative to the workspace root)
+    return replace(edit, path=prefix + edit.path)
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()

@@ -1,0 +1,1 @@
+"""Closed intervals [start, end] of numbers."""

@@ -1,0 +1,1 @@
+"""Descriptive statistics on lists of numbers."""

@@ -1,0 +1,5 @@
+from textkit.words import truncate
+
+
+def test_width_respected():
+    assert len(truncate("abcdefghij", 6)) <= 6
