@@ -130,6 +130,35 @@ def test_diagnostics_follow_each_synced_version(aio: Loop, make_pool: Any, tmp_p
 
 
 @needs("ruff")
+def test_ruff_hears_about_its_configuration_not_other_files(aio: Loop, make_pool: Any,
+                                                            tmp_path: Path) -> None:  # fmt: skip
+    write(tmp_path, {"m.py": "import os\n", "other.py": "x = 1\n"})
+    pool = make_pool(tmp_path, ["ruff"])
+
+    async def scenario() -> tuple[set[str], set[str], list[str]]:
+        await pool.sync({"m.py": "import os\n"}, [])
+        before = codes(await pool.lint(["m.py"]))
+        client = pool.client("ruff")
+        sent = []
+        real = client.files_changed
+
+        async def spy(events: Any) -> None:
+            sent.extend(events)
+            await real(events)
+
+        client.files_changed = spy
+        (tmp_path / "other.py").write_text("x = 2\n")
+        (tmp_path / "ruff.toml").write_text('[lint]\nignore = ["F401"]\n')
+        await pool.sync({"m.py": "import os\n"}, ["other.py", "ruff.toml"])
+        after = codes(await pool.lint(["m.py"]))
+        return before, after, [path for path, _ in sent]
+
+    before, after, sent = aio.run(scenario())
+    assert "F401" in before and "F401" not in after  # the new configuration took effect
+    assert sent == ["ruff.toml"]  # a .py file on disk would only cost ruff a re-check
+
+
+@needs("ruff")
 def test_quick_fixes_come_from_code_actions(aio: Loop, make_pool: Any, tmp_path: Path) -> None:
     pool = make_pool(tmp_path, ["ruff"])
     aio.run(pool.sync({"m.py": BROKEN}, []))

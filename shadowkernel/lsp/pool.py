@@ -93,11 +93,12 @@ class LspPool:
         async with self._lock:
             self._check_open()
             previous, self._documents, self._changed = self._documents, docs, changed_paths
-            events = self._file_events(changed_paths)
-            for client in list(self._clients.values()):
-                if client.alive:
-                    with contextlib.suppress(ServerCrashed):  # restarted on next use
-                        await self._sync_client(client, previous, set(changed_paths), events)
+            clients = [c for c in self._clients.values() if c.alive]
+            watched = [p for p in changed_paths if any(_hears(c, p) for c in clients)]
+            events = self._file_events(watched)
+            for client in clients:
+                with contextlib.suppress(ServerCrashed):  # restarted on next use
+                    await self._sync_client(client, previous, set(changed_paths), events)
 
     def _file_events(self, changed: Sequence[RelPath]) -> list[tuple[RelPath, lsp.FileChangeType]]:
         events = []
@@ -121,8 +122,9 @@ class LspPool:
         events: list[tuple[RelPath, lsp.FileChangeType]],
     ) -> None:
         # The disk changed first (the FUSE switch), then the editor state: same order here.
-        if client.spec.reads_disk:
-            await client.files_changed(events)
+        heard = [(path, kind) for path, kind in events if _hears(client, path)]
+        if heard:
+            await client.files_changed(heard)
         for path in list(client.documents):
             if path not in self._documents and (path in previous or path in changed):
                 await client.close(path)
@@ -400,6 +402,11 @@ class LspPool:
     def _check_open(self) -> None:
         if self._closed:
             raise ServerError("this LspPool is closed; create a new one")
+
+
+def _hears(client: LanguageClient, path: RelPath) -> bool:
+    """Whether `client` must be told that `path` changed on disk."""
+    return client.spec.reads_disk and matches(path, client.spec.watch)
 
 
 def _with_fixes(lint: Lint, fixes: list[Fix]) -> Lint:

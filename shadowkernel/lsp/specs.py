@@ -40,6 +40,8 @@ class ServerSpec:
     `textDocument/diagnostic`; "push" waits for `publishDiagnostics` with the version sent;
     "tsserver" asks typescript-language-server's tsserver synchronously; "auto" pulls when
     the server offers it and falls back to push.
+    watch: base-name globs of the files whose changes on disk the server must hear about
+    (workspace/didChangeWatchedFiles); each event costs a server like ruff a re-check.
     search: extra directories (relative to sys.prefix) to find argv[0] in; with
     `search_only`, PATH is not consulted (for names that mean another tool there).
     """
@@ -52,6 +54,7 @@ class ServerSpec:
     initialization_options: Mapping[str, Any] | None = None
     diagnostics: DiagnosticMode = "auto"
     reads_disk: bool = True
+    watch: tuple[str, ...] = ("*",)
     install: str = ""
     search: tuple[str, ...] = ()
     search_only: bool = False
@@ -79,6 +82,7 @@ class ServerSpec:
             initialization_options=spec.get("initialization_options"),
             diagnostics=spec.get("diagnostics", "auto"),
             reads_disk=bool(spec.get("requires_documents_on_disk", spec.get("reads_disk", True))),
+            watch=tuple(spec.get("watch", ("*",))),
             install=str(install),
             search=tuple(spec.get("search", ())),
             search_only=bool(spec.get("search_only", False)),
@@ -124,7 +128,9 @@ def builtin_specs() -> dict[str, ServerSpec]:
     python = ("python",)
     ts = ("typescript", "javascript")
     specs = [
-        ServerSpec("ruff", ("ruff", "server"), python, install=_PIP.format("ruff")),
+        # ruff checks one open document at a time; from disk it reads only its configuration.
+        ServerSpec("ruff", ("ruff", "server"), python, install=_PIP.format("ruff"),
+                   watch=("pyproject.toml", "ruff.toml", ".ruff.toml")),
         ServerSpec("pyright", ("pyright-langserver", "--stdio"), python, diagnostics="pull",
                    search=("node/node_modules/.bin",), search_only=True,
                    settings={"python": {"analysis": {"diagnosticMode": "openFilesOnly"}}},
