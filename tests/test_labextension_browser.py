@@ -19,7 +19,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from browser import lab as labtools
 from browser.timeline_data import bundle, saved_events
 
@@ -91,7 +90,9 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     no_kernel.click()
     labtools.set_theme(page, "JupyterLab Light")
 
-    figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline: 4 branches, 25 requests"))
+    figure = page.get_by_role(
+        "figure", name=re.compile(r"^shadow timeline: 4 branches, 25 requests")
+    )
     figure.wait_for(state="attached")
     expected = {}
     for e in events:
@@ -103,7 +104,9 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     expect(bars(page)).to_have_count(len(events))
     summary = page.get_by_text(re.compile(r"^25 requests · \d+ switches$"))
     expect(summary).to_be_attached()
-    expect(page.get_by_text(re.compile(r"^switching .* ms vs serving .* ms \(.*% of busy time\)$"))).to_be_attached()
+    expect(
+        page.get_by_text(re.compile(r"^switching .* ms vs serving .* ms \(.*% of busy time\)$"))
+    ).to_be_attached()
     expect(page.get_by_role("list", name="Legend").get_by_role("listitem")).to_have_count(6)
 
     # Hovering a bar shows the tooltip; its text is the bar's accessible name.
@@ -111,14 +114,19 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     middle = (events[0]["queued"] + max(e["finished"] for e in events)) / 2
     lint = min((e for e in events if e["kind"] == "lint"), key=lambda e: abs(e["started"] - middle))
     bar = page.get_by_role(
-        "listitem", name=re.compile(rf"^branch {lint['branch']} · version {lint['version']} · lint( · shadow 0)?\. ")
+        "listitem",
+        name=re.compile(
+            rf"^branch {lint['branch']} · version {lint['version']} · lint( · shadow 0)?\. "
+        ),
     ).first
     bar.scroll_into_view_if_needed()
     bar.hover()
     tooltip = page.get_by_role("tooltip")
     expect(tooltip).to_be_visible()
     expect(tooltip).to_contain_text(lint["outcome"])
-    expect(tooltip).to_contain_text(re.compile(r"waited [\d.]+ ms · switch [\d.]+ ms · served [\d.]+ ms"))
+    expect(tooltip).to_contain_text(
+        re.compile(r"waited [\d.]+ ms · switch [\d.]+ ms · served [\d.]+ ms")
+    )
     label = bar.get_attribute("aria-label")
     assert label == ". ".join(tooltip.locator(":scope > div").all_inner_texts())
     assert bar.get_attribute("aria-describedby") == tooltip.get_attribute("id")
@@ -138,8 +146,11 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     page.keyboard.press("+")
     expect(fit).to_be_enabled()
     assert bar.evaluate(serve_width) == pytest.approx(width_before * 1.5**2, rel=0.05)
-    assert bar.evaluate("el => el === document.activeElement"), "focus stays on the bar while zooming"
-    expect(bars(page)).not_to_have_count(len(events))  # zoomed in: bars out of the window are culled
+    assert bar.evaluate("el => el === document.activeElement"), (
+        "focus stays on the bar while zooming"
+    )
+    # Zoomed in, bars outside the window are culled.
+    expect(bars(page)).not_to_have_count(len(events))
     page.keyboard.press("ArrowRight")
     page.keyboard.press("0")
     expect(fit).to_be_disabled()

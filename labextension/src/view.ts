@@ -11,6 +11,7 @@ import {
   ariaLabel,
   assignRows,
   BarGeometry,
+  clampView,
   describeEvent,
   formatTick,
   fullView,
@@ -148,12 +149,11 @@ export class TimelineView {
     this.timeline = timeline;
     this.rows = assignRows(timeline.events);
     this.bounds = fullView(timeline.events);
-    // A window that showed everything keeps showing everything as the timeline grows;
-    // a window the user zoomed or panned stays where it is.
-    if (this.window && showsAll(this.window, this.previousBounds)) {
-      this.window = null;
+    // With no window (everything shown) the view follows the timeline as it grows; a
+    // window the user zoomed or panned to stays, clamped in case the data shrank.
+    if (this.window) {
+      this.setWindow(this.window);
     }
-    this.previousBounds = this.bounds;
     this.error.hidden = true;
     this.node.classList.remove('sk-mod-empty');
     this.titleNode.textContent = timeline.title;
@@ -232,8 +232,14 @@ export class TimelineView {
     this.bands.replaceChildren();
     this.rows.branches.forEach((row, index) => {
       const y = AXIS_HEIGHT + row.firstTrack * TRACK_HEIGHT;
-      const h = row.tracks * TRACK_HEIGHT;
-      svg('rect', { class: index % 2 ? 'sk-mod-odd' : 'sk-mod-even', x: -LABEL_WIDTH, y, width: LABEL_WIDTH + width + RIGHT_PAD, height: h }, this.bands);
+      const band = {
+        class: index % 2 ? 'sk-mod-odd' : 'sk-mod-even',
+        x: -LABEL_WIDTH,
+        y,
+        width: LABEL_WIDTH + width + RIGHT_PAD,
+        height: row.tracks * TRACK_HEIGHT
+      };
+      svg('rect', band, this.bands);
       const label = svg('text', { x: -10, y: y + TRACK_HEIGHT / 2 }, this.labels);
       label.textContent = truncateLabel(row.branch, 14);
       svg('title', {}, label).textContent = row.branch;
@@ -311,8 +317,9 @@ export class TimelineView {
       'aria-label': ariaLabel(describeEvent(e, showLane))
     });
     el.classList.toggle('sk-mod-failed', !e.ok);
-    setAttrs(wait!, { x1: bar.queuedX, x2: bar.startX, y1: middle, y2: middle, visibility: waits ? 'visible' : 'hidden' });
-    setAttrs(queued!, { x1: bar.queuedX, x2: bar.queuedX, y1: middle - 4, y2: middle + 4, visibility: waits ? 'visible' : 'hidden' });
+    const waitVisibility = waits ? 'visible' : 'hidden';
+    setAttrs(wait!, { x1: bar.queuedX, x2: bar.startX, y1: middle, y2: middle, visibility: waitVisibility });
+    setAttrs(queued!, { x1: bar.queuedX, x2: bar.queuedX, y1: middle - 4, y2: middle + 4, visibility: waitVisibility });
     setAttrs(serve!, { x: bar.startX, y: top, width: bar.endX - bar.startX });
     setAttrs(switchPart!, {
       x: bar.startX,
@@ -365,8 +372,13 @@ export class TimelineView {
   // Input
 
   private setView(view: View | null): void {
-    this.window = view && showsAll(view, this.bounds) ? null : view;
+    this.setWindow(view);
     this.render();
+  }
+
+  private setWindow(view: View | null): void {
+    const clamped = view && clampView(view, this.bounds);
+    this.window = clamped && !showsAll(clamped, this.bounds) ? clamped : null;
   }
 
   private zoomBy(factor: number, anchor?: number): boolean {
@@ -605,7 +617,6 @@ export class TimelineView {
   private timeline: Timeline | null = null;
   private rows: Rows = { branches: [], totalTracks: 0, trackOf: new Map() };
   private bounds: View = { start: 0, end: 1 };
-  private previousBounds: View = this.bounds;
   /** The zoomed or panned window, or null to show (and follow) the whole timeline. */
   private window: View | null = null;
   private measuredWidth = 0;

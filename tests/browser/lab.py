@@ -101,7 +101,9 @@ def _write_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
-def _wait_until_up(url: str, token: str, process: subprocess.Popen, log: Path, timeout: float) -> None:
+def _wait_until_up(
+    url: str, token: str, process: subprocess.Popen, log: Path, timeout: float
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -164,7 +166,9 @@ def write_notebook(path: Path, cells: list, kernel: str = "python3") -> Path:
 
 def set_theme(page, theme: str) -> None:
     """Switch JupyterLab's theme ("JupyterLab Light" or "JupyterLab Dark") and wait for it."""
-    page.evaluate("theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme)
+    page.evaluate(
+        "theme => window.jupyterapp.commands.execute('apputils:change-theme', {theme})", theme
+    )
     page.wait_for_function("theme => document.body.dataset.jpThemeName === theme", arg=theme)
 
 

@@ -104,7 +104,14 @@ def saved_events() -> list[dict]:
     (lane 1) overlapping its own lint, which gives branch a a second track."""
     events = simulate(24)
     first_a = next(e for e in events if e["branch"] == "a")
-    extra = dict(first_a, id=len(events), op="run", kind="run", lane=1, switch=0.001,
-                 outcome="exit 0, 3 passed")
+    extra = dict(
+        first_a,
+        id=len(events),
+        op="run",
+        kind="run",
+        lane=1,
+        switch=0.001,
+        outcome="exit 0, 3 passed",
+    )
     extra["finished"] = round(first_a["started"] + 0.06, 6)
     return [*events, extra]
