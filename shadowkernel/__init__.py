@@ -1,4 +1,13 @@
-"""shadowkernel: a private, writable shadow of a project for AI agents."""
+"""shadowkernel: a private, writable shadow of a project for AI agents.
+
+The public names are imported on first use: the overlay process and the CLI import this
+package too, and must not pay for pandas, the LSP client and the scheduler they never use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     ConflictError,
@@ -10,24 +19,31 @@ from .errors import (
     ShadowError,
     StagingError,
 )
-from .lsp import Lint
-from .run import RunResult
-from .sched.timeline import Event, Timeline
-from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "Accepted": ".workspace",
+    "Branch": ".workspace",
+    "Diff": ".workspace",
+    "LintTable": ".workspace",
+    "Version": ".workspace",
+    "Workspace": ".workspace",
+    "Event": ".sched.timeline",
+    "Timeline": ".sched.timeline",
+    "Lint": ".lsp",
+    "RunResult": ".run",
+}
 
 __all__ = [
     "Accepted",
     "Branch",
+    "ConflictError",
     "Diff",
     "Event",
     "Lint",
     "LintTable",
-    "Timeline",
-    "Version",
-    "Workspace",
-    "ConflictError",
     "NotFound",
     "OverlayError",
     "PathError",
@@ -36,5 +52,28 @@ __all__ = [
     "ServerError",
     "ShadowError",
     "StagingError",
+    "Timeline",
+    "Version",
+    "Workspace",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'shadowkernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from .lsp import Lint
+    from .run import RunResult
+    from .sched.timeline import Event, Timeline
+    from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace
