@@ -1,0 +1,32 @@
+"""`ShadowKernel`: an IPython kernel with the shadowkernel magics loaded.
+
+Shadow services run on the Workspace's own event loop thread, never on the kernel's; magics
+wait for them from the cell's thread, so an interrupt ends the wait (and kills a run). On
+shutdown or restart every workspace of the process is closed first (servers stopped, shadow
+unmounted), before ipykernel terminates whatever children are left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+
+from .. import __version__
+from .extension import load_ipython_extension, session_of
+
+
+class ShadowKernel(IPythonKernel):
+    implementation = "shadowkernel"
+    implementation_version = __version__
+    banner = (f"shadowkernel {__version__}: IPython with a shadow workspace. "
+              "Start with %shadow open PATH; %lsmagic lists the magics.")  # fmt: skip
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        load_ipython_extension(self.shell)
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        await asyncio.to_thread(session_of(self.shell).shutdown)
+        return super().do_shutdown(restart)

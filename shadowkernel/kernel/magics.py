@@ -1,0 +1,281 @@
+"""The magics: one `Magics` class per topic, each magic a few lines over the public API.
+
+Every magic parses its line with `magic_arguments` (so `%lint?` explains itself), delegates
+to the `Session` (which owns the workspace and makes waits interruptible), and turns any
+`ShadowError` or bad value into a one-line `UsageError`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pandas as pd
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..errors import ShadowError
+from . import live, parsing
+from .display import HoverText, Locations
+from .session import Session
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def usage_errors(method: F) -> F:
+    """Translate errors the user can fix into a one-line UsageError (no traceback)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except (ShadowError, ValueError, LookupError) as error:
+            raise UsageError(" ".join(str(error).split()) or type(error).__name__) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _args(magic: Callable[..., Any], line: str) -> Any:
+    return parse_argstring(magic, line)
+
+
+class _SessionMagics(Magics):
+    def __init__(self, shell: Any, session: Session) -> None:
+        super().__init__(shell)
+        self.session = session
+
+
+@magics_class
+class ShadowMagics(_SessionMagics):
+    """Open, inspect and close the shadow workspace."""
+
+    @magic_arguments()
+    @argument("action", choices=["open", "status", "close", "panel"],
+              help="open PATH: mount a shadow of PATH (it becomes `ws`); status: what is "
+                   "open; close: stop servers and unmount; panel: branch picker, lint filter "
+                   "and a live status line")  # fmt: skip
+    @argument("path", nargs="?", help="the project folder (open only; never written)")
+    @argument("--servers", nargs="+", default=["ruff"], metavar="S",
+              help="language servers (default: ruff), e.g. ruff basedpyright")  # fmt: skip
+    @argument("--lanes", type=int, default=1, help="shadows serving requests in parallel")
+    @line_magic
+    @usage_errors
+    def shadow(self, line: str) -> Any:
+        """Open, show or close the shadow of a project folder."""
+        args = _args(self.shadow, line)
+        if args.action == "open":
+            if not args.path:
+                raise UsageError("%shadow open needs PATH, the project folder to shadow")
+            ws = self.session.open(args.path, args.servers, args.lanes)
+            print(f"shadow of {ws.root} open with {', '.join(ws.servers)} (as `ws`)")
+        elif args.action == "close":
+            self.session.close()
+            print("shadow closed: servers stopped, unmounted")
+        elif args.action == "status":
+            print(live.status_text(self.session.require(), self.session))
+        else:
+            from .widgets import Panel
+
+            return Panel(self.session)
+
+
+@magics_class
+class BranchMagics(_SessionMagics):
+    """Create, list, diff, accept and drop branches."""
+
+    @magic_arguments()
+    @argument("action", choices=["new", "list", "diff", "accept", "drop"])
+    @argument("name", nargs="?", help="the branch (all actions but list)")
+    @line_magic
+    @usage_errors
+    def branch(self, line: str) -> Any:
+        """new NAME forks from the user's files; accept NAME writes them (the only magic that
+        does); diff NAME shows the edits; drop NAME forgets them; list shows all branches."""
+        args = _args(self.branch, line)
+        if args.action == "list":
+            return _branch_table(self.session.require())
+        if not args.name:
+            raise UsageError(f"%branch {args.action} needs NAME")
+        if args.action == "new":
+            branch = self.session.require().branch(args.name)
+            print(f"branch {branch.name!r} forked from {branch.workspace.root}")
+            return None
+        branch = self.session.branch(args.name)
+        if args.action == "diff":
+            return branch.diff()
+        if args.action == "drop":
+            branch.drop()
+            print(f"branch {args.name!r} dropped; the user's folder is untouched")
+            return None
+        done = branch.accept()
+        print(f"accepted {args.name!r}: wrote {list(done.written)}, deleted {list(done.deleted)}"
+              f", merged {list(done.merged)}")  # fmt: skip
+        return None
+
+
+def _branch_table(ws: Any) -> pd.DataFrame:
+    rows = [(b.name, b.version, len(b.files), b.versions[-1].op) for b in ws.branches.values()]
+    return pd.DataFrame(rows, columns=["branch", "version", "files", "last edit"])
+
+
+@magics_class
+class StageMagics(_SessionMagics):
+    """Stage edits on a branch."""
+
+    @magic_arguments()
+    @argument("branch")
+    @argument("path", nargs="?", help="the file (not with --patch)")
+    @argument(
+        "--patch",
+        action="store_true",
+        help="the cell is a unified diff (one or more files; all or nothing)",
+    )
+    @argument("--replace", action="store_true", help=(
+        "the cell is search/replace blocks for PATH, each: a line '<<<<<<< SEARCH', the old "
+        "lines (must occur exactly once), a line '=======', the new lines, a line "
+        "'>>>>>>> REPLACE'; applied in order, all or nothing"))  # fmt: skip
+    @cell_magic
+    @usage_errors
+    def stage(self, line: str, cell: str) -> None:
+        """Stage the cell on BRANCH: the new content of PATH (default), a unified diff
+        (--patch) or search/replace blocks (--replace). Each staging makes a new version."""
+        args = _args(self.stage, line)
+        branch = self.session.branch(args.branch)
+        if args.patch and args.replace:
+            raise UsageError("give --patch or --replace, not both")
+        if args.patch:
+            version = branch.apply_patch(cell)
+        elif not args.path:
+            raise UsageError("%%stage needs PATH (the file to write) unless --patch")
+        elif args.replace:
+            blocks = parsing.parse_blocks(cell)
+            version = branch.write(args.path, parsing.apply_blocks(branch.read(args.path),
+                                                                   blocks, args.path))  # fmt: skip
+        else:
+            version = branch.write(args.path, cell)
+        print(f"{branch.name} v{version}: {branch.versions[-1].op}")
+
+
+@magics_class
+class LintMagics(_SessionMagics):
+    """Lint tables."""
+
+    @magic_arguments()
+    @argument("branch")
+    @argument("paths", nargs="*", help="files to lint (default: the files the branch staged)")
+    @argument("--new-only", action="store_true", help="only lints the branch introduced")
+    @argument("--server", action="append", metavar="S",
+              help="ask only this server (repeatable; default: all of the shadow's)")  # fmt: skip
+    @line_magic
+    @usage_errors
+    def lint(self, line: str) -> pd.DataFrame:
+        """Lints of BRANCH at its current version as a table (1-based positions); the `new`
+        column says whether the branch introduced each lint."""
+        args = _args(self.lint, line)
+        branch = self.session.branch(args.branch)
+        return self.session.call(branch.lint, args.paths or None, args.new_only,
+                                 servers=args.server)  # fmt: skip
+
+
+@magics_class
+class NavigationMagics(_SessionMagics):
+    """Go to definition, find references, hover."""
+
+    def _at(self, magic: Callable[..., Any], line: str) -> tuple[Any, parsing.Position]:
+        args = _args(magic, line)
+        return self.session.branch(args.branch), parsing.parse_position(args.position)
+
+    @magic_arguments()
+    @argument("branch")
+    @argument("position", help="PATH:LINE:COLUMN, 1-based")
+    @line_magic
+    @usage_errors
+    def goto(self, line: str) -> Locations:
+        """Where the symbol at PATH:LINE:COLUMN is defined, in BRANCH's version."""
+        branch, at = self._at(self.goto, line)
+        found = self.session.call(branch.definition, at.path, at.line, at.column)
+        return Locations(found, "definitions")
+
+    @magic_arguments()
+    @argument("branch")
+    @argument("position", help="PATH:LINE:COLUMN, 1-based")
+    @line_magic
+    @usage_errors
+    def refs(self, line: str) -> Locations:
+        """Every reference to the symbol at PATH:LINE:COLUMN, in BRANCH's version."""
+        branch, at = self._at(self.refs, line)
+        found = self.session.call(branch.references, at.path, at.line, at.column)
+        return Locations(found, "references")
+
+    @magic_arguments()
+    @argument("branch")
+    @argument("position", help="PATH:LINE:COLUMN, 1-based")
+    @line_magic
+    @usage_errors
+    def hover(self, line: str) -> HoverText:
+        """The hover text (type, docs) at PATH:LINE:COLUMN, in BRANCH's version."""
+        branch, at = self._at(self.hover, line)
+        return HoverText(self.session.call(branch.hover, at.path, at.line, at.column))
+
+
+@magics_class
+class RunMagics(_SessionMagics):
+    """Run code inside the shadow."""
+
+    @magic_arguments()
+    @argument("branch")
+    @argument("--timeout", type=float, default=60, metavar="S", help="kill after S seconds")
+    @argument("--net", action="store_true", help="allow network access (default: cut off)")
+    @argument(
+        "--python",
+        action="store_true",
+        help="the cell is Python code (run by the project's interpreter)",
+    )
+    @cell_magic
+    @usage_errors
+    def shadow_run(self, line: str, cell: str) -> Any:
+        """Run the cell (a shell command, or Python with --python) inside the shadow at
+        BRANCH's version. Returns the RunResult (stdout, stderr, exit code, written files);
+        what the run writes stays in the branch. Interrupting the cell kills the run."""
+        args = _args(self.shadow_run, line)
+        branch = self.session.branch(args.branch)
+        if args.timeout <= 0:
+            raise UsageError(f"--timeout {args.timeout}: give a positive number of seconds")
+        command = cell if args.python else cell.strip()
+        if not command.strip():
+            raise UsageError("the cell is empty: give a command (or Python code with --python)")
+        return self.session.run(branch, command, timeout=args.timeout, network=args.net,
+                                python=args.python)  # fmt: skip
+
+
+@magics_class
+class TimelineMagics(_SessionMagics):
+    """The timeline of served requests."""
+
+    @magic_arguments()
+    @argument(
+        "--no-follow", action="store_true", help="show a snapshot and return, even while agents run"
+    )
+    @argument(
+        "--interval",
+        type=float,
+        default=live.INTERVAL,
+        metavar="S",
+        help=f"seconds between live updates (default {live.INTERVAL})",
+    )
+    @line_magic
+    @usage_errors
+    def timeline(self, line: str) -> None:
+        """Show the timeline (who asked what, waits, switches). While agents started with
+        start_agent() run, the cell follows them and updates the display in place; Ctrl-C
+        stops following (the agents keep running)."""
+        args = _args(self.timeline, line)
+        if args.interval <= 0:
+            raise UsageError(f"--interval {args.interval}: give a positive number of seconds")
+        live.show_timeline(self.session, follow=not args.no_follow, interval=args.interval)
+
+
+MAGICS = (ShadowMagics, BranchMagics, StageMagics, LintMagics, NavigationMagics, RunMagics,
+          TimelineMagics)  # fmt: skip

@@ -1,0 +1,154 @@
+"""What a kernel holds: the open workspace, agent threads, and waits that Ctrl-C can cancel.
+
+Every API call a magic makes goes through `Session.call`: the call runs in a helper thread
+and the cell's thread waits for it. An interrupt (SIGINT -> KeyboardInterrupt in the waiting
+thread) therefore returns at once. For runs that is not enough, because the scheduler
+shields a request from callers giving up: `Session.run` tags the run's environment with a
+fresh id, and on interrupt kills every process carrying that id (now, or as soon as it
+starts if the run was still queued). The run then ends like a killed program, with what it
+wrote so far kept in the branch's scratch layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import signal
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from IPython.core.error import UsageError
+
+from ..workspace import Branch, Workspace
+
+T = TypeVar("T")
+RUN_TAG = "SHADOWKERNEL_RUN_TAG"
+
+
+class Session:
+    """One per shell: `%shadow open` puts its workspace here and into the namespace as `ws`."""
+
+    def __init__(self, shell: Any = None, name: str = "ws") -> None:
+        self.shell = shell
+        self.name = name
+        self.workspace: Workspace | None = None
+        self.agents: list[threading.Thread] = []
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="shadowkernel-call")
+
+    # -- the workspace ------------------------------------------------------------------------
+
+    def open(self, path: str, servers: list[str], lanes: int = 1) -> Workspace:
+        self.close()
+        self.workspace = self.call(Workspace, path, servers=servers, lanes=lanes)
+        if self.shell is not None:
+            self.shell.user_ns[self.name] = self.workspace
+        return self.workspace
+
+    def require(self) -> Workspace:
+        """The open workspace (also one the user opened in code as `ws`), or UsageError."""
+        ws = self.workspace
+        if ws is None and self.shell is not None:
+            found = self.shell.user_ns.get(self.name)
+            ws = found if isinstance(found, Workspace) else None
+        if ws is None or ws._closed:
+            raise UsageError("no shadow is open: run %shadow open PATH first")
+        return ws
+
+    def branch(self, name: str) -> Branch:
+        ws = self.require()
+        branch = ws.branches.get(name)
+        if branch is None:
+            known = ", ".join(sorted(ws.branches)) or "none yet"
+            raise UsageError(f"unknown branch {name!r} (branches: {known}); "
+                             f"create it with %branch new {name}")  # fmt: skip
+        return branch
+
+    def close(self) -> None:
+        ws, self.workspace = self.workspace, None
+        if ws is not None:
+            ws.close()
+            if self.shell is not None and self.shell.user_ns.get(self.name) is ws:
+                del self.shell.user_ns[self.name]
+
+    # -- agents ---------------------------------------------------------------------------------
+
+    def start_agent(self, target: Callable[..., Any], *args: Any, name: str | None = None,
+                    **kwargs: Any) -> threading.Thread:  # fmt: skip
+        """Run `target(*args, **kwargs)` in a daemon thread that `%timeline` follows."""
+        thread = threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True,
+                                  name=name or f"agent-{len(self.agents) + 1}")  # fmt: skip
+        self.agents.append(thread)
+        thread.start()
+        return thread
+
+    def running_agents(self) -> list[threading.Thread]:
+        self.agents = [t for t in self.agents if t.is_alive()]
+        return list(self.agents)
+
+    # -- interruptible calls ----------------------------------------------------------------------
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """fn(*args, **kwargs) in a helper thread; Ctrl-C stops the wait at once."""
+        return self._pool.submit(fn, *args, **kwargs).result()
+
+    def run(self, branch: Branch, command: str, **options: Any) -> Any:
+        """branch.run(command, ...) whose processes an interrupt kills."""
+        tag = uuid.uuid4().hex
+        env = {**os.environ, RUN_TAG: tag}
+        future = self._pool.submit(branch.run, command, env=env, **options)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            kill_tagged(tag)
+            threading.Thread(target=_kill_until_done, args=(tag, future), daemon=True).start()
+            raise
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Close every workspace of this process: the session's and any opened in code."""
+        with contextlib.suppress(Exception):
+            self.close()
+        for ws in _all_workspaces():
+            with contextlib.suppress(Exception):
+                ws.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _all_workspaces() -> Iterator[Workspace]:
+    return (o for o in gc.get_objects() if isinstance(o, Workspace) and not o._closed)
+
+
+def kill_tagged(tag: str) -> int:
+    """SIGKILL the process groups of every process whose environment carries `tag`."""
+    needle = f"{RUN_TAG}={tag}".encode()
+    killed = 0
+    for pid in _pids():
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            group = os.getpgid(pid)
+            if group != os.getpgrp():  # runs start their own session; never kill ours
+                os.killpg(group, signal.SIGKILL)
+                killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
+
+
+def _pids() -> list[int]:
+    own = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != own]
+
+
+def _kill_until_done(tag: str, future: Future[Any]) -> None:
+    """A run still queued at the interrupt starts later: kill it as soon as it shows up."""
+    while not future.done():
+        kill_tagged(tag)
+        with contextlib.suppress(Exception):
+            future.exception(timeout=0.05)
