@@ -34,6 +34,14 @@ _LAZY = {
     "Timeline": ".sched.timeline",
     "Lint": ".lsp",
     "RunResult": ".run",
+    "experiment": ".evals",
+    "summary": ".evals",
+    "builtin_suite": ".evals",
+    "load_suite": ".evals",
+    "Observation": ".agents",
+    "ScriptedAgent": ".agents",
+    "SimulatedAgent": ".agents",
+    "OpenAIChatAgent": ".agents",
 }
 
 __all__ = [
@@ -56,6 +64,14 @@ __all__ = [
     "Version",
     "Workspace",
     "__version__",
+    "experiment",
+    "summary",
+    "builtin_suite",
+    "load_suite",
+    "Observation",
+    "ScriptedAgent",
+    "SimulatedAgent",
+    "OpenAIChatAgent",
 ]
 
 
