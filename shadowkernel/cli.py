@@ -140,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--net", action="store_true", help="allow network access (default: none)")
     run.add_argument("cmd", nargs="*", metavar="CMD", help="the command, after '--'")
     run.set_defaults(run=cmd_run)
+
+    from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour
+
+    add_notebook_parsers(sub)
     return parser
 
 
