@@ -265,6 +265,14 @@ def symlinks(root: Path) -> object:
 
 
 @scenario
+def symlink_times(root: Path) -> object:
+    os.utime(root / "link_to_mod", ns=(3_000_000_000, 4_000_000_000), follow_symlinks=False)
+    os.symlink("x", root / "mine")
+    os.utime(root / "mine", ns=(5_000_000_000, 6_000_000_000), follow_symlinks=False)
+    return [(root / n).lstat().st_mtime_ns for n in ("link_to_mod", "mine", "pkg/mod.py")]
+
+
+@scenario
 def odd_names(root: Path) -> object:
     names = [b"caf\xc3\xa9.txt", b"bad\xff\xfe.txt", b"sp ace", b"-dash", b"a" * 255]
     for name in names:

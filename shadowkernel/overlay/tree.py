@@ -182,12 +182,12 @@ class Tree:
             self._touch(ino)
         if mode is not None or mtime_ns is not None:
             override = self._materialize(ino)
-            if isinstance(override, (File, Dir)):
-                changes: dict[str, int] = {}
-                if mode is not None:
-                    changes["mode"] = stat.S_IMODE(mode)
-                if mtime_ns is not None:
-                    changes["mtime_ns"] = mtime_ns
+            changes: dict[str, int] = {}
+            if mode is not None and isinstance(override, (File, Dir)):  # links have no mode
+                changes["mode"] = stat.S_IMODE(mode)
+            if mtime_ns is not None and not isinstance(override, Whiteout):
+                changes["mtime_ns"] = mtime_ns
+            if changes:
                 self._put(ino, replace(override, **changes))  # type: ignore[arg-type]
         return self.getattr(ino)
 
