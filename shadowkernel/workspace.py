@@ -635,10 +635,9 @@ class Branch:
     def _absorb(self, written: Mapping[RelPath, Override | None]) -> None:
         with self._lock:
             for path, override in written.items():
-                if override is None:
-                    self._scratch.pop(path, None)
-                else:
-                    self._scratch[path] = override
+                # None: the run left no override where the run's view had one, and the user's
+                # folder has nothing there; a whiteout keeps it gone over the version's file.
+                self._scratch[path] = WHITEOUT if override is None else override
             self._scratch_generation += 1
 
     # -- diff, accept, drop ---------------------------------------------------------------------

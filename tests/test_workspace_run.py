@@ -49,3 +49,13 @@ def test_a_failing_run_is_a_result_not_an_error(ws: sk.Workspace) -> None:
     a = ws.branch("fail")
     result = a.run("echo oops >&2; exit 3", network=True)
     assert result.exit_code == 3 and "oops" in result.stderr
+
+
+def test_a_run_that_deletes_a_staged_file_deletes_it_for_later_runs(ws: sk.Workspace) -> None:
+    a = ws.branch("deleter")
+    a.write("pkg/new.py", "Y = 1\n")  # staged, not in the user's folder
+    a.write("pkg/mod.py", "X = 5\n")  # staged over a user file
+    assert a.run("rm pkg/new.py pkg/mod.py", network=True).ok
+    after = a.run("test -e pkg/new.py || echo new-gone; test -e pkg/mod.py || echo mod-gone", network=True)
+    assert after.stdout == "new-gone\nmod-gone\n"
+    assert "pkg/new.py" in a.files  # the edit itself stays staged: runs write scratch only
