@@ -93,3 +93,16 @@ if TYPE_CHECKING:
     from .run import RunResult
     from .sched.timeline import Event, Timeline
     from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """`%load_ext shadowkernel`: the magics and rich display in any IPython kernel."""
+    from .kernel import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    from .kernel import unload_ipython_extension as unload
+
+    unload(shell)
