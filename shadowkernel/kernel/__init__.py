@@ -5,16 +5,33 @@
     %branch new a
     %lint a inventory/stock.py
 
-`ShadowKernel` is imported lazily (it pulls in ipykernel).
+Everything is imported on first use, so `shadowkernel install-kernel` stays light.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .extension import load_ipython_extension, start_agent, unload_ipython_extension
-
 __all__ = ["ShadowKernel", "load_ipython_extension", "start_agent", "unload_ipython_extension"]
+
+
+def load_ipython_extension(shell: Any) -> None:
+    from .extension import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    from .extension import unload_ipython_extension as unload
+
+    unload(shell)
+
+
+def start_agent(target: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run `target(*args, **kwargs)` in a daemon thread that `%timeline` follows."""
+    from .extension import start_agent as start
+
+    return start(target, *args, **kwargs)
 
 
 def __getattr__(name: str) -> Any:
@@ -22,4 +39,4 @@ def __getattr__(name: str) -> Any:
         from .kernel import ShadowKernel
 
         return ShadowKernel
-    raise AttributeError(name)
+    raise AttributeError(f"module 'shadowkernel.kernel' has no attribute {name!r}")
