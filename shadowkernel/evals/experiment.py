@@ -1,0 +1,317 @@
+"""`experiment`: every task x condition x seed, each cell an episode in its own branch.
+
+In process (default) the cells share one Workspace over the suite's projects and run on
+`concurrency` threads, so their requests interleave on the shared shadow(s) (`lanes`). With
+`workers=` a Ray address (or "local" to start Ray here), each Ray worker opens its own
+Workspace and takes cells from a queue.
+
+Finished cells are cached as JSON files in `cache` (a folder), keyed by the agent's
+fingerprint, the task's content, the condition, the seed and the budget, so an interrupted
+run resumes where it stopped. The result is one row per cell in task, condition, seed order;
+columns starting with `seconds_` are wall-clock and excluded by `reproducible()`. A seeded
+run with a scripted or simulated agent reproduces `reproducible(df)` bit for bit.
+
+Caveats: a cell's agent must be picklable for Ray; the timeline of a Ray run concatenates
+the workers' timelines with lanes renumbered, and their clocks start at each worker's own
+workspace start.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from ..agents.loop import TIMING_FIELDS, Episode, run_episode
+from ..agents.observation import CONDITIONS, Condition
+from ..agents.observation import condition as as_condition
+from .check import make_checker
+from .suite import Suite, Task, builtin_suite
+
+DEFAULT_CONDITIONS = tuple(CONDITIONS)
+COLUMNS = (
+    "task", "project", "kind", "condition", "seed", "agent", "simulated", "solved", "turns",
+    "stopped", "tokens", "prompt_tokens", "completion_tokens", "tokens_reported",
+    "lints_shown", "new_lints_shown", "runs_shown", "failed_steps", "error", "final_exit",
+    "episode", "seconds_total", "seconds_agent", "seconds_check", "seconds_lint",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Cell:
+    task: Task
+    condition: Condition
+    seed: int
+
+    @property
+    def branch_name(self) -> str:
+        return f"{self.task.id}|{self.condition.name}|s{self.seed}"
+
+
+def reproducible(df: pd.DataFrame) -> pd.DataFrame:
+    """The results without wall-clock columns: what a seeded rerun reproduces exactly."""
+    return df.drop(columns=[c for c in df.columns if c.startswith("seconds_")])
+
+
+def steps(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per recorded step of every cell (from the `episode` column)."""
+    frames = []
+    for row in df.itertuples(index=False):
+        frame = Episode.from_json(json.loads(row.episode)).frame()
+        frame.insert(0, "seed", row.seed)
+        frame.insert(0, "condition", row.condition)
+        frame.insert(0, "task", row.task)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def episode(df: pd.DataFrame, task: str, condition: str, seed: int = 0) -> Episode:
+    row = df[(df.task == task) & (df.condition == condition) & (df.seed == seed)].iloc[0]
+    return Episode.from_json(json.loads(row.episode))
+
+
+# -- one cell -----------------------------------------------------------------------------------
+
+
+def agent_name(agent: Any) -> str:
+    return str(getattr(agent, "name", type(agent).__name__))
+
+
+def fingerprint(agent: Any) -> str:
+    return str(getattr(agent, "fingerprint", None) or f"{type(agent).__qualname__}:{agent!r}")
+
+
+def cell_key(agent: Any, suite: Suite, cell: Cell, budget: int) -> str:
+    data = json.dumps([fingerprint(agent), suite.name, cell.task.id, cell.task.digest,
+                       asdict(cell.condition), cell.seed, budget])  # fmt: skip
+    return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
+
+
+def row(cell: Cell, ep: Episode, agent: Any, seconds: float) -> dict[str, Any]:
+    s = ep.steps
+    record = ep.to_json()
+    for step in record["steps"]:
+        for name in TIMING_FIELDS:
+            step.pop(name, None)
+    last_exit = next((x.exit_code for x in reversed(s) if x.checked), None)
+    return {
+        "task": cell.task.id, "project": cell.task.project, "kind": cell.task.kind,
+        "condition": cell.condition.name, "seed": cell.seed, "agent": agent_name(agent),
+        "simulated": bool(getattr(agent, "simulated", False)), "solved": ep.solved,
+        "turns": ep.turns, "stopped": ep.stopped, "tokens": ep.tokens,
+        "prompt_tokens": sum(x.prompt_tokens for x in s),
+        "completion_tokens": sum(x.completion_tokens or 0 for x in s),
+        "tokens_reported": all(x.tokens_reported for x in s) if s else False,
+        "lints_shown": sum(len(x.lints_seen) for x in s),
+        "new_lints_shown": sum(sum(1 for y in x.lints_seen if y["new"]) for x in s),
+        "runs_shown": sum(x.run_seen for x in s), "failed_steps": ep.failed_steps,
+        "error": ep.error, "final_exit": last_exit,
+        "episode": json.dumps(record, sort_keys=True), "seconds_total": seconds,
+        "seconds_agent": sum(x.seconds_agent for x in s),
+        "seconds_check": sum(x.seconds_check for x in s),
+        "seconds_lint": sum(x.seconds_lint for x in s),
+    }  # fmt: skip
+
+
+def run_cell(ws: Any, agent: Any, suite: Suite, cell: Cell, budget: int, timeout: float
+             ) -> dict[str, Any]:  # fmt: skip
+    """One episode in a fresh branch of `ws`; the branch is dropped afterwards."""
+    start = time.perf_counter()
+    branch = ws.branch(cell.branch_name)
+    try:
+        ep = run_episode(agent, branch, cell.task, make_checker(suite, timeout), cell.condition,
+                         budget=budget, seed=cell.seed)  # fmt: skip
+    finally:
+        branch.drop()
+    return row(cell, ep, agent, time.perf_counter() - start)
+
+
+# -- the cache ------------------------------------------------------------------------------------
+
+
+class Cache:
+    """Finished cells as one JSON file each (written atomically)."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None) -> None:
+        self.folder = None if folder is None else os.fspath(folder)
+        if self.folder:
+            os.makedirs(self.folder, exist_ok=True)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if not self.folder:
+            return None
+        try:
+            with open(os.path.join(self.folder, key + ".json")) as f:
+                return json.load(f)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None  # missing, or cut short by a crash: run the cell again
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        if not self.folder:
+            return
+        fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".cell-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f, sort_keys=True)
+        os.replace(temp, os.path.join(self.folder, key + ".json"))
+
+
+# -- the experiment ------------------------------------------------------------------------------
+
+
+def experiment(
+    agent: Any,
+    suite: Suite | None = None,
+    conditions: Sequence[str | Condition] = DEFAULT_CONDITIONS,
+    seeds: int | Iterable[int] = 1,
+    *,
+    budget: int = 4,
+    workers: str | None = None,
+    n_workers: int = 2,
+    concurrency: int = 2,
+    lanes: int = 1,
+    servers: Sequence[Any] = ("ruff",),
+    cache: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    timeout: float = 60,
+    workspace: Any = None,
+) -> pd.DataFrame:
+    """Run `agent` on every task x condition x seed of `suite` (default: the built-in suite).
+
+    `seeds`: a count (0..n-1) or the seeds themselves. `workers`: None runs in this process
+    (`concurrency` cells at a time on one Workspace with `lanes` shadows, or on `workspace`);
+    "local" or a Ray address fans out to `n_workers` Ray actors, each with its own Workspace.
+    `cache`: a folder of finished cells; a rerun skips them. Returns one row per cell;
+    `df.attrs` holds the `timeline` and whether the agent is `simulated`.
+    """
+    suite = suite or builtin_suite()
+    conds = [as_condition(c) for c in conditions]
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    if budget < 1 or not conds or not seed_list:
+        raise ValueError("experiment needs budget >= 1, at least one condition and one seed")
+    cells = [Cell(t, c, s) for t in suite for c in conds for s in seed_list]
+    store = Cache(cache)
+    keys = [cell_key(agent, suite, c, budget) for c in cells]
+    done = {k: v for k in keys if (v := store.get(k)) is not None}
+    todo = [(k, c) for k, c in zip(keys, cells, strict=True) if k not in done]
+    bar = _progress(len(cells), len(done), agent, progress)
+    simulated = bool(getattr(agent, "simulated", False))
+    try:
+        if workers is None:
+            events = _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
+                                workspace, store, done, bar)  # fmt: skip
+        else:
+            events = _run_ray(agent, suite, todo, budget, timeout, workers, n_workers, lanes,
+                              servers, store, done, bar)  # fmt: skip
+    finally:
+        bar.close()
+    df = pd.DataFrame([done[k] for k in keys], columns=list(COLUMNS))
+    from ..sched.timeline import Timeline
+
+    title = f"experiment timeline ({agent_name(agent)}{', SIMULATED' if simulated else ''})"
+    df.attrs.update(simulated=simulated, agent=agent_name(agent), budget=budget,
+                    timeline=Timeline(events, title=title, simulated=simulated))  # fmt: skip
+    return df
+
+
+def _progress(total: int, done: int, agent: Any, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    label = "cells" + (" (simulated agent)" if getattr(agent, "simulated", False) else "")
+    return tqdm(total=total, initial=done, desc=label, disable=not enabled, unit="cell")
+
+
+def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers, workspace,
+               store, done, bar) -> list:  # fmt: skip
+    if not todo:
+        return list(workspace._scheduler.events) if workspace is not None else []
+    from ..workspace import Workspace
+
+    ws = workspace or Workspace(suite.workspace_root, servers=servers, lanes=lanes)
+    pool = cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sk-cell")
+    try:
+        futures = {pool.submit(run_cell, ws, agent, suite, c, budget, timeout): k
+                   for k, c in todo}  # fmt: skip
+        for future in cf.as_completed(futures):
+            key = futures[future]
+            done[key] = future.result()  # a KeyboardInterrupt in a cell ends the run here
+            store.put(key, done[key])
+            bar.update(1)
+        return list(ws._scheduler.events)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if workspace is None:
+            ws.close()
+
+
+# -- Ray ------------------------------------------------------------------------------------------
+
+
+class _Worker:
+    """A Ray actor: its own Workspace over the suite's projects."""
+
+    def __init__(self, agent, suite, budget, timeout, lanes, servers) -> None:
+        from ..workspace import Workspace
+
+        self.agent, self.suite, self.budget, self.timeout = agent, suite, budget, timeout
+        self.ws = Workspace(suite.workspace_root, servers=servers, lanes=lanes)
+
+    def run(self, cell: Cell) -> dict[str, Any]:
+        return run_cell(self.ws, self.agent, self.suite, cell, self.budget, self.timeout)
+
+    def events(self) -> list:
+        return list(self.ws._scheduler.events)
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def _run_ray(agent, suite, todo, budget, timeout, workers, n_workers, lanes, servers, store,
+             done, bar) -> list:  # fmt: skip
+    import ray
+    from ray.util import ActorPool
+
+    started = False
+    if not ray.is_initialized():
+        address = None if workers == "local" else workers
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        started = True
+    actors = []
+    try:
+        remote = ray.remote(num_cpus=0)(_Worker)  # the cells wait on subprocesses, not CPUs
+        actors = [remote.remote(agent, suite, budget, timeout, lanes, tuple(servers))
+                  for _ in range(max(1, min(n_workers, len(todo) or 1)))]  # fmt: skip
+        cells = [c for _, c in todo]
+        for result in ActorPool(actors).map_unordered(lambda a, c: a.run.remote(c), cells):
+            key = _key_of(result, todo)
+            done[key] = result
+            store.put(key, result)
+            bar.update(1)
+        events = []
+        for i, worker_events in enumerate(ray.get([a.events.remote() for a in actors])):
+            events += [replace(e, lane=i * max(lanes, 1) + e.lane, id=i * 1_000_000 + e.id)
+                       for e in worker_events]  # fmt: skip
+        return events
+    finally:
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.get(actor.close.remote(), timeout=30)
+                ray.kill(actor)
+        if started:
+            ray.shutdown()
+
+
+def _key_of(result: dict[str, Any], todo: list[tuple[str, Cell]]) -> str:
+    for key, cell in todo:
+        if (cell.task.id, cell.condition.name, cell.seed) == (
+                result["task"], result["condition"], result["seed"]):  # fmt: skip
+            return key
+    raise KeyError(f"a Ray worker returned an unknown cell {result['task']!r}")

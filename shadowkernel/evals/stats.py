@@ -1,0 +1,156 @@
+"""Paired comparisons between feedback conditions (pure: pandas, numpy, scipy).
+
+Cells are paired by (task, seed): the same task and seed under two conditions. For each
+condition against the baseline: the difference in success rate with a seeded percentile
+bootstrap over pairs, and McNemar's test on the discordant pairs (b: only the condition
+solved it, c: only the baseline did) - exact binomial when b + c < 25, else the chi-square
+statistic with continuity correction.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _stats
+
+EXACT_BELOW = 25
+
+
+@dataclass(frozen=True)
+class McNemar:
+    b: int
+    c: int
+    statistic: float
+    p_value: float
+    method: str  # "exact" | "chi2-cc" | "none"
+
+
+def mcnemar(b: int, c: int) -> McNemar:
+    n = b + c
+    if n == 0:
+        return McNemar(b, c, 0.0, 1.0, "none")
+    if n < EXACT_BELOW:
+        p = min(1.0, 2.0 * float(_stats.binom.cdf(min(b, c), n, 0.5)))
+        return McNemar(b, c, float(min(b, c)), p, "exact")
+    statistic = (abs(b - c) - 1) ** 2 / n
+    return McNemar(b, c, statistic, float(_stats.chi2.sf(statistic, 1)), "chi2-cc")
+
+
+def bootstrap_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_diff(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                   level: float = 0.95) -> tuple[float, float, float]:  # fmt: skip
+    """(mean(x) - mean(y), CI low, CI high) resampling the pairs (x[i], y[i])."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) != len(y) or len(x) == 0:
+        raise ValueError(f"bootstrap_diff needs two equally long, non-empty arrays "
+                         f"(got {len(x)} and {len(y)})")  # fmt: skip
+    idx = bootstrap_indices(len(x), n_boot, seed)
+    diffs = x[idx].mean(axis=1) - y[idx].mean(axis=1)
+    low, high = np.quantile(diffs, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(x.mean() - y.mean()), float(low), float(high)
+
+
+def bootstrap_mean(x: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                   level: float = 0.95) -> tuple[float, float]:  # fmt: skip
+    x = np.asarray(x, dtype=float)
+    means = x[bootstrap_indices(len(x), n_boot, seed)].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(low), float(high)
+
+
+def paired(df: pd.DataFrame, condition: str, baseline: str) -> pd.DataFrame:
+    """One row per (task, seed) present under both conditions: columns cond, base (0/1)."""
+    key = ["task", "seed"]
+    a = df[df["condition"] == condition].set_index(key)["solved"].astype(int)
+    b = df[df["condition"] == baseline].set_index(key)["solved"].astype(int)
+    both = pd.concat({"cond": a, "base": b}, axis=1, join="inner")
+    return both.sort_index()
+
+
+def conditions_table(df: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for name in dict.fromkeys(df["condition"]):
+        cells = df[df["condition"] == name]
+        won = cells[cells["solved"]]
+        rows.append({
+            "condition": name, "cells": len(cells), "solved": int(cells["solved"].sum()),
+            "success_rate": float(cells["solved"].mean()),
+            "turns_to_success": float(won["turns"].mean()) if len(won) else float("nan"),
+            "tokens_to_success": float(won["tokens"].mean()) if len(won) else float("nan"),
+            "mean_tokens": float(cells["tokens"].mean()),
+            "lints_shown": float(cells["lints_shown"].mean()),
+            "failed_steps": int(cells["failed_steps"].sum()),
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("condition")
+
+
+def comparisons_table(df: pd.DataFrame, baseline: str, n_boot: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for name in dict.fromkeys(df["condition"]):
+        if name == baseline:
+            continue
+        pairs = paired(df, name, baseline)
+        if pairs.empty:
+            continue
+        diff, low, high = bootstrap_diff(pairs["cond"].to_numpy(), pairs["base"].to_numpy(),
+                                         n_boot, seed)  # fmt: skip
+        test = mcnemar(int(((pairs.cond == 1) & (pairs.base == 0)).sum()),
+                       int(((pairs.cond == 0) & (pairs.base == 1)).sum()))  # fmt: skip
+        rows.append({
+            "condition": name, "baseline": baseline, "pairs": len(pairs),
+            "rate": float(pairs["cond"].mean()), "baseline_rate": float(pairs["base"].mean()),
+            "diff": diff, "ci_low": low, "ci_high": high, "b": test.b, "c": test.c,
+            "p_value": test.p_value, "test": test.method,
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("condition") if rows else pd.DataFrame()
+
+
+@dataclass(frozen=True)
+class Summary:
+    conditions: pd.DataFrame
+    comparisons: pd.DataFrame
+    simulated: bool
+    baseline: str
+    n_boot: int
+    seed: int
+
+    def _label(self) -> str:
+        return ("SIMULATED agent: these numbers show the machinery, not a model's behaviour"
+                if self.simulated else "")  # fmt: skip
+
+    def __repr__(self) -> str:
+        parts = [self._label()] if self.simulated else []
+        parts += ["per condition:", self.conditions.round(3).to_string(), "",
+                  f"against {self.baseline!r} (paired by task and seed; bootstrap {self.n_boot}"
+                  f" resamples, seed {self.seed}; 95% CI):",
+                  self.comparisons.round(4).to_string()]  # fmt: skip
+        return "\n".join(parts)
+
+    def _repr_html_(self) -> str:
+        banner = (f'<p style="color:#b00;font-weight:bold">{html.escape(self._label())}</p>'
+                  if self.simulated else "")  # fmt: skip
+        return (f"{banner}<h4>Per condition</h4>{self.conditions.round(3).to_html()}"
+                f"<h4>Against {html.escape(self.baseline)} (paired; 95% bootstrap CI, "
+                f"McNemar)</h4>{self.comparisons.round(4).to_html()}")  # fmt: skip
+
+
+def summary(df: pd.DataFrame, baseline: str | None = None, n_boot: int = 2000,
+            seed: int = 0) -> Summary:  # fmt: skip
+    """Per-condition table and paired comparisons against `baseline` (default: 'none' when
+    present, else the first condition)."""
+    names = list(dict.fromkeys(df["condition"]))
+    if not names:
+        raise ValueError("summary: the results have no cells")
+    if baseline is None:
+        baseline = "none" if "none" in names else names[0]
+    if baseline not in names:
+        raise ValueError(f"baseline={baseline!r} is not among the conditions {names}")
+    simulated = bool(df["simulated"].any()) if "simulated" in df else False
+    return Summary(conditions_table(df), comparisons_table(df, baseline, n_boot, seed),
+                   simulated, baseline, n_boot, seed)  # fmt: skip
