@@ -169,6 +169,34 @@ def test_quick_fixes_come_from_code_actions(aio: Loop, make_pool: Any, tmp_path:
     assert removal.edits[0].path == "m.py" and removal.edits[0].line == 1
 
 
+MANY = "import os\nimport sys\n\n\ndef f() -> int:\n    return undefined_name + missing\n"
+
+
+@pytest.mark.parametrize("server", ["ruff", "pyright"])
+def test_quick_fixes_asked_per_file_equal_those_asked_per_diagnostic(aio: Loop, make_pool: Any,
+                                                                      tmp_path: Path, server: str) -> None:  # fmt: skip
+    if not INSTALLED[server]:
+        pytest.skip(f"{server} not installed (bash .ci/setup)")
+    pool = make_pool(tmp_path, [server])
+
+    async def both() -> tuple[dict, dict]:
+        await pool.sync({"m.py": MANY}, [])
+        lints = await pool.lint(["m.py"])
+        batched = {(x.line, x.column, x.code): sorted(f.title for f in x.fixes) for x in lints}
+        client = pool.client(server)
+        one_by_one = {}
+        for d in await client.diagnostics("m.py"):
+            key = (d.range.start.line + 1, d.range.start.character + 1, str(d.code))
+            one_by_one[key] = sorted(a.title for a in await client.code_actions("m.py", [d]))
+        return batched, one_by_one
+
+    batched, one_by_one = aio.run(both())
+    assert len(batched) >= 2
+    assert batched == one_by_one
+    if server == "ruff":
+        assert any(batched.values())  # ruff offers fixes here; the comparison is not vacuous
+
+
 # -- the cross-file case: interleaved branches equal fresh servers -----------------------------
 
 LIB = "def greet(name: str) -> str:\n    return 'hi ' + name\n"

@@ -14,7 +14,7 @@ import collections
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +162,13 @@ class LanguageClient:
     async def start(cls, spec: ServerSpec, root: Path) -> LanguageClient:
         command = spec.command()
         process = await asyncio.create_subprocess_exec(
-            *command, cwd=root, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=1 << 24,
+            *command,
+            cwd=root,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=1 << 24,
         )  # own session: killing the group also ends helpers (tsserver, workers)
         client = cls(spec, root, process)
         client._tasks = [asyncio.create_task(client._drain_stderr()),
@@ -411,21 +416,27 @@ class LanguageClient:
 
         # Both sent at once (tsserver answers in order): one round trip instead of two.
         syntactic, semantic = await asyncio.gather(
-            ask("syntacticDiagnosticsSync"), ask("semanticDiagnosticsSync"))
+            ask("syntacticDiagnosticsSync"), ask("semanticDiagnosticsSync")
+        )
         return syntactic + semantic
 
-    async def code_actions(self, path: RelPath, diagnostic: lsp.Diagnostic) -> list[lsp.CodeAction]:
-        if not self.capabilities.code_action_provider:
+    async def code_actions(
+        self, path: RelPath, diagnostics: Sequence[lsp.Diagnostic]
+    ) -> list[lsp.CodeAction]:
+        """Quick fixes for `diagnostics`, asked over the range that spans them all."""
+        if not self.capabilities.code_action_provider or not diagnostics:
             return []
+        start = min((d.range.start for d in diagnostics), key=lambda p: (p.line, p.character))
+        end = max((d.range.end for d in diagnostics), key=lambda p: (p.line, p.character))
         params = lsp.CodeActionParams(
             text_document=lsp.TextDocumentIdentifier(self.uri(path)),
-            range=diagnostic.range,
-            context=lsp.CodeActionContext(diagnostics=[diagnostic],
+            range=lsp.Range(start, end),
+            context=lsp.CodeActionContext(diagnostics=list(diagnostics),
                                           only=[lsp.CodeActionKind.QuickFix]),
         )  # fmt: skip
         raw = await self.request("textDocument/codeAction", unstructure(params))
         actions = structure("textDocument/codeAction", raw) or []
-        return [a for a in actions if isinstance(a, lsp.CodeAction)]
+        return [a for a in actions if isinstance(a, lsp.CodeAction) and _is_quick_fix(a)]
 
     # -- navigation ---------------------------------------------------------------------------
 
@@ -475,3 +486,9 @@ def _rss(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def _is_quick_fix(action: lsp.CodeAction) -> bool:
+    # Asked with only=[quickfix]; some servers (ruff) add source actions regardless.
+    kind = str(action.kind or lsp.CodeActionKind.QuickFix)
+    return kind == lsp.CodeActionKind.QuickFix or kind.startswith(f"{lsp.CodeActionKind.QuickFix}.")

@@ -191,15 +191,31 @@ class LspPool:
     ) -> list[Lint]:
         diagnostics = await client.diagnostics(path)
         index = client.documents[path].index
+        wanted = diagnostics[: max(budget[0], 0)]
+        budget[0] -= len(wanted)
+        actions = await self._quick_fixes(client, path, wanted)
         lints = []
-        for diagnostic in diagnostics:
+        for i, diagnostic in enumerate(diagnostics):
             lint = lint_from_diagnostic(path, index, diagnostic, client.spec.name)
-            if budget[0] > 0:
-                budget[0] -= 1
-                actions = await client.code_actions(path, diagnostic)
-                lint = _with_fixes(lint, [self._fix(client, a) for a in actions])
+            if i < len(wanted):
+                lint = _with_fixes(lint, [self._fix(client, a) for a in actions[i]])
             lints.append(lint)
         return lints
+
+    async def _quick_fixes(
+        self, client: LanguageClient, path: RelPath, diagnostics: list[lsp.Diagnostic]
+    ) -> list[list[lsp.CodeAction]]:
+        """Quick fixes per diagnostic: one request for the whole file when every action says
+        which diagnostics it fixes (ruff and pyright do), else one request per diagnostic."""
+        if not diagnostics:
+            return []
+        if len(diagnostics) > 1:
+            actions = await client.code_actions(path, diagnostics)
+            if all(a.diagnostics for a in actions):
+                fixed = [{_diagnostic_key(d) for d in a.diagnostics or ()} for a in actions]
+                pairs = list(zip(actions, fixed, strict=True))
+                return [[a for a, keys in pairs if _diagnostic_key(d) in keys] for d in diagnostics]
+        return [await client.code_actions(path, [d]) for d in diagnostics]
 
     def _fix(self, client: LanguageClient, action: lsp.CodeAction) -> Fix:
         resolve = self._resolver(client)
@@ -230,7 +246,11 @@ class LspPool:
                               "textDocument/definition", {})  # fmt: skip
 
     async def references(
-        self, path: str, line: int, column: int, server: str | None = None,
+        self,
+        path: str,
+        line: int,
+        column: int,
+        server: str | None = None,
         include_declaration: bool = True,
     ) -> list[navigation.Location]:
         context = {"context": {"includeDeclaration": include_declaration}}
@@ -254,8 +274,14 @@ class LspPool:
         return await self._first_answer(target, "document_symbol_provider", server, ask)
 
     async def _at(
-        self, path: str, line: int, column: int, provider: str, server: str | None,
-        method: str, extra: dict[str, Any],
+        self,
+        path: str,
+        line: int,
+        column: int,
+        provider: str,
+        server: str | None,
+        method: str,
+        extra: dict[str, Any],
     ) -> Any:
         target = rel(path)
         if line < 1 or column < 1:
@@ -273,7 +299,10 @@ class LspPool:
         return await self._first_answer(target, provider, server, ask)
 
     async def _first_answer(
-        self, path: RelPath, provider: str, server: str | None,
+        self,
+        path: RelPath,
+        provider: str,
+        server: str | None,
         ask: Callable[[LanguageClient], Awaitable[T]],
     ) -> T:
         """The first non-empty answer from the servers (in pool order) that handle `path`
@@ -402,6 +431,12 @@ class LspPool:
     def _check_open(self) -> None:
         if self._closed:
             raise ServerError("this LspPool is closed; create a new one")
+
+
+def _diagnostic_key(d: lsp.Diagnostic) -> tuple[object, ...]:
+    """What identifies a diagnostic echoed back in a code action (servers re-encode the rest)."""
+    r = d.range
+    return (r.start.line, r.start.character, r.end.line, r.end.character, str(d.code), d.message)
 
 
 def _hears(client: LanguageClient, path: RelPath) -> bool:
