@@ -5,6 +5,8 @@
    pan by keys, in the light and the dark theme (screenshots in test-artifacts/).
 2. Live: a plain python3 kernel displays a timeline and grows it with update_display; the
    same view grows, keeping the zoom the user chose.
+3. Live with the shadowkernel kernel (where FUSE is available): %timeline follows two agent
+   threads that lint in turns.
 
 Elements are found by their roles and labels, as a screen reader would. JupyterLab
 virtualises cells, so waits are for "attached", and no test sleeps.
@@ -20,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser import lab as labtools
-from browser.timeline_data import bundle, saved_events
+from browser.timeline_data import MIME, bundle, saved_events
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -81,8 +83,15 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     output = nbformat.v4.new_output("display_data", data=bundle(events))
     cell = nbformat.v4.new_code_cell("ws.timeline()", outputs=[output])
     intro = nbformat.v4.new_markdown_cell("# Four agents, one shadow")
-    # A kernel that is not installed: the saved output alone must render the timeline.
-    labtools.write_notebook(lab.root / "saved.ipynb", [intro, cell], kernel="shadowkernel")
+    future = {**bundle(events), MIME: {"schema": 2, "events": []}}
+    newer = nbformat.v4.new_code_cell(
+        "ws.timeline()", outputs=[nbformat.v4.new_output("display_data", data=future)]
+    )
+    # A kernel that is not installed: the saved outputs alone must render the timeline
+    # (the shadowkernel kernel may well be installed, so it cannot be that one).
+    labtools.write_notebook(
+        lab.root / "saved.ipynb", [intro, cell, newer], kernel="not-installed-here"
+    )
 
     open_notebook(page, lab, "saved.ipynb")
     no_kernel = page.get_by_role("dialog").get_by_role("button", name="No Kernel", exact=True)
@@ -108,6 +117,10 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
         page.get_by_text(re.compile(r"^switching .* ms vs serving .* ms \(.*% of busy time\)$"))
     ).to_be_attached()
     expect(page.get_by_role("list", name="Legend").get_by_role("listitem")).to_have_count(6)
+    # A bundle of another schema says what is wrong instead of drawing nonsense.
+    expect(page.get_by_role("alert")).to_have_text(
+        re.compile(r"^Cannot show this shadowkernel timeline: schema 2 is not supported")
+    )
 
     # Hovering a bar shows the tooltip; its text is the bar's accessible name.
     # A lint from the middle of the session, so zooming around it keeps it whole in view.
@@ -199,7 +212,7 @@ print("done")
 
 
 def test_live_timeline_grows_in_place(page: Page, lab: labtools.Lab, tmp_path: Path) -> None:
-    sizes = (2, 6, 11, 17)
+    sizes = (0, 6, 11, 17)
     helpers = tmp_path / "helpers"
     helpers.mkdir()
     shutil.copy(Path(labtools.__file__).with_name("timeline_data.py"), helpers)
@@ -214,7 +227,8 @@ def test_live_timeline_grows_in_place(page: Page, lab: labtools.Lab, tmp_path: P
 
     figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline: "))
     figure.wait_for(state="attached")
-    expect(bars(page)).to_have_count(sizes[0])
+    expect(bars(page)).to_have_count(0)
+    expect(figure.get_by_text("No requests yet")).to_be_visible()
     # Marks the DOM node: live updates must re-render this same view, not replace it.
     figure.evaluate("el => { el.dataset.testMarker = 'first-render'; }")
 
@@ -242,3 +256,66 @@ def test_live_timeline_grows_in_place(page: Page, lab: labtools.Lab, tmp_path: P
     expect(bars(page)).to_have_count(sizes[3])
     expect(page.get_by_text("done", exact=True)).to_be_attached()
     labtools.screenshot(figure.locator("xpath=.."), "timeline-live.png")
+
+
+SHADOW_CELLS = (
+    "%shadow open {project} --servers ruff",
+    """\
+import pathlib, time
+
+def wait_for(flag):  # the test creates the flag once it has seen the previous state
+    deadline = time.monotonic() + 60
+    while not pathlib.Path(flag).exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(flag)
+        time.sleep(0.02)
+
+def agent(branch, flags):
+    for flag in flags:
+        wait_for(flag)
+        branch.lint(["main.py"], servers=["ruff"])
+""",
+    "%branch new alpha\n%branch new beta",
+    "start_agent(agent, ws.branches['alpha'], ['go-1', 'go-3'])\n"
+    "start_agent(agent, ws.branches['beta'], ['go-2', 'go-3'])",
+    "%timeline --interval 0.2",
+)
+
+
+def test_shadowkernel_timeline_follows_agents(page: Page, lab: labtools.Lab) -> None:
+    """The real thing: the shadowkernel kernel's %timeline follows two agent threads that
+    lint in turns, and the view grows in place as their requests are served."""
+    from kernel_helpers import copy_sample
+    from overlay_helpers import HAS_FUSE
+
+    if not HAS_FUSE:
+        pytest.skip("the shadowkernel kernel needs /dev/fuse and fusermount3")
+    project = copy_sample(lab.root / "project")
+    cells = [nbformat.v4.new_code_cell(c.format(project=project)) for c in SHADOW_CELLS]
+    labtools.write_notebook(lab.root / "agents.ipynb", cells, kernel="shadowkernel")
+
+    open_notebook(page, lab, "agents.ipynb")
+    labtools.set_theme(page, "JupyterLab Light")
+    labtools.wait_for_idle_kernel(page)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+    figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline"))
+    figure.wait_for(state="attached", timeout=120_000)
+    figure.evaluate("el => { el.dataset.testMarker = 'first-render'; }")
+    start = bars(page).count()
+
+    (lab.root / "go-1").touch()
+    expect(page.get_by_role("list", name="branch alpha: 1 request")).to_be_attached()
+    expect(bars(page)).to_have_count(start + 1)
+    (lab.root / "go-2").touch()
+    expect(page.get_by_role("list", name="branch beta: 1 request")).to_be_attached()
+    (lab.root / "go-3").touch()
+    expect(page.get_by_role("list", name="branch alpha: 2 requests")).to_be_attached()
+    expect(page.get_by_role("list", name="branch beta: 2 requests")).to_be_attached()
+    expect(bars(page)).to_have_count(start + 4)
+    assert figure.evaluate("el => el.dataset.testMarker") == "first-render"
+
+    bar = page.get_by_role("listitem", name=re.compile(r"^branch beta · version \d+ · lint")).last
+    bar.hover()
+    expect(page.get_by_role("tooltip")).to_contain_text("branch beta")
+    labtools.screenshot(figure.locator("xpath=.."), "timeline-shadowkernel.png")
