@@ -42,8 +42,10 @@ class Session:
     # -- the workspace ------------------------------------------------------------------------
 
     def open(self, path: str, servers: list[str], lanes: int = 1) -> Workspace:
+        """A new shadow of `path`; the previous one closes only once this one is open."""
+        workspace = self.call(Workspace, path, servers=servers, lanes=lanes)
         self.close()
-        self.workspace = self.call(Workspace, path, servers=servers, lanes=lanes)
+        self.workspace = workspace
         if self.shell is not None:
             self.shell.user_ns[self.name] = self.workspace
         return self.workspace

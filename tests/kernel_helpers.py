@@ -1,0 +1,167 @@
+"""Driving a real kernel through jupyter_client: start it, run code, collect what it sent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import KernelManager
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "notebooks" / "sample_project"
+
+
+@dataclass
+class Outcome:
+    """What one execute request produced."""
+
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.reply["content"]["status"]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(
+            m["content"]["text"]
+            for m in self.messages
+            if m["msg_type"] == "stream" and m["content"]["name"] == "stdout"
+        )
+
+    @property
+    def stderr(self) -> str:
+        return "".join(
+            m["content"]["text"]
+            for m in self.messages
+            if m["msg_type"] == "stream" and m["content"]["name"] == "stderr"
+        )
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        for m in self.messages:
+            if m["msg_type"] == "error":
+                return m["content"]["ename"], m["content"]["evalue"]
+        return None
+
+    def data(
+        self, mime: str = "text/plain", kinds: tuple[str, ...] = ("execute_result", "display_data")
+    ) -> list[Any]:
+        return [
+            m["content"]["data"][mime]
+            for m in self.messages
+            if m["msg_type"] in kinds and mime in m["content"]["data"]
+        ]
+
+    @property
+    def usage_error(self) -> str:
+        """The one-line UsageError IPython printed (to stderr), or ''."""
+        return self.stderr.strip() if self.stderr.startswith("UsageError:") else ""
+
+
+class Kernel:
+    def __init__(self, manager: KernelManager) -> None:
+        self.manager = manager
+        self.client = manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=120)
+
+    def run(self, code: str, timeout: float = 120) -> Outcome:
+        messages: list[dict[str, Any]] = []
+        reply = self.client.execute_interactive(
+            code, timeout=timeout, output_hook=messages.append, allow_stdin=False
+        )
+        return Outcome(reply, messages)
+
+    def ok(self, code: str, timeout: float = 120) -> Outcome:
+        outcome = self.run(code, timeout)
+        assert outcome.status == "ok", (outcome.error, outcome.stderr)
+        return outcome
+
+    def usage_error(self, code: str) -> str:
+        """Run code that must fail with a one-line UsageError; returns its message."""
+        outcome = self.run(code)
+        message = outcome.usage_error
+        assert message, (
+            f"expected a UsageError from {code!r}, got {outcome.error} {outcome.stderr!r}"
+        )
+        assert "\n" not in message and "Traceback" not in outcome.stderr
+        return message
+
+    def value(self, expression: str) -> str:
+        """repr-ish text/plain of an expression, through user_expressions."""
+        msg_id = self.client.execute("", silent=True, user_expressions={"x": expression})
+        reply = self.client.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.client.get_shell_msg(timeout=60)
+        result = reply["content"]["user_expressions"]["x"]
+        assert result["status"] == "ok", result
+        return result["data"]["text/plain"]
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)
+
+
+@contextmanager
+def kernel(name: str = "shadowkernel", cwd: Path | None = None) -> Iterator[Kernel]:
+    manager = KernelManager(kernel_name=name)
+    manager.start_kernel(cwd=str(cwd or REPO))
+    k = Kernel(manager)
+    try:
+        yield k
+    finally:
+        k.stop()
+
+
+def copy_sample(target: Path) -> Path:
+    shutil.copytree(SAMPLE, target)
+    return target
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `condition` until it is truthy; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)  # the polling interval of a bounded wait
+
+
+def shadow_mounts() -> list[str]:
+    """Mount points of fuse.shadowkernel mounts visible here."""
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if " fuse.shadowkernel " in line]
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def processes_with(needle: bytes) -> list[int]:
+    """pids whose environment contains `needle` (e.g. a run's tag)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
