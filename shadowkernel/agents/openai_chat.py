@@ -4,7 +4,7 @@
 `llama-server`, ollama `http://127.0.0.1:11434/v1`); the `openai` package does the HTTP.
 Each turn is one stateless request built from the observation (`prompt.messages`), so a
 turn can be replayed from its record. The reply is parsed by `edits.parse_reply`; a reply
-that starts an edit block but breaks it is a failed step, not a crash.
+that starts an edit block but breaks it is a failed step (kind "output"), not a crash.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from . import prompt
-from .edits import Proposal, parse_reply
+from .edits import Proposal
 from .observation import Observation
 
 
@@ -60,9 +60,10 @@ class OpenAIChatAgent:
         )  # fmt: skip
         text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
-        edits = () if text.strip() == "DONE" else parse_reply(text)
+        # The loop parses the text (edits.normalize), so a broken reply is recorded as an
+        # "output" failure of this turn rather than as a crash of the agent.
         return Proposal(
-            edits=list(edits),
+            edits=[] if text.strip() == "DONE" else text,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
             reply=text,
