@@ -156,11 +156,13 @@ class HoverText(str):
 def register_formatters(shell: Any) -> None:
     """Teach the shell's display system lint tables and run results."""
     from ..run import RunResult
+    from ..workspace import Diff
 
     formatters = shell.display_formatter.formatters
     formatters["text/html"].for_type(pd.DataFrame, _dataframe_html)
     formatters["text/html"].for_type(RunResult, run_html)
     formatters["text/plain"].for_type(RunResult, lambda r, p, cycle: p.text(run_text(r)))
+    formatters["text/plain"].for_type(Diff, lambda d, p, cycle: p.text(str(d) or "no changes"))
 
 
 def _dataframe_html(frame: pd.DataFrame) -> str | None:
