@@ -365,10 +365,26 @@ def test_file_modes_and_exec_bits_show_through(shadow: Shadow) -> None:
     assert out.stdout == "hi\n"
 
 
-def test_edits_the_user_makes_meanwhile_show_on_the_next_open(shadow: Shadow, project: Path) -> None:
+def test_edits_the_user_makes_meanwhile_show_on_the_next_open(
+    shadow: Shadow, project: Path
+) -> None:
     mod = Path(shadow.mountpoint) / "docs/guide.txt"
     assert mod.read_text() == "guide\n"  # now cached by the kernel: attributes and pages
     for saved in ["GUIDE\n", "a longer guide\n", "g\n"]:  # same size, longer, shorter
         (project / "docs/guide.txt").write_text(saved)  # the user's editor saves
         assert mod.read_text() == saved
         assert mod.stat().st_size == len(saved)
+
+
+def test_a_name_cached_as_missing_appears_when_a_switch_brings_it(shadow: Shadow) -> None:
+    root = Path(shadow.mountpoint)
+    for _ in range(2):  # the kernel now remembers the misses
+        assert not (root / "pkg/new.py").exists() and not (root / "newdir").exists()
+    shadow.activate({
+        "pkg/new.py": File(blob=shadow.store.make(b"new\n"), mtime_ns=1),
+        "newdir": Dir(mtime_ns=1),
+    })  # fmt: skip
+    assert (root / "pkg/new.py").read_text() == "new\n"
+    assert (root / "newdir").is_dir()
+    (root / "made.txt").write_text("x")  # creating through the mount replaces a cached miss
+    assert (root / "made.txt").read_text() == "x"

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 # Long timeouts make cached lookups nearly free; a switch invalidates exactly what differs.
 CACHE_SECONDS = 300.0
+NEGATIVE_SECONDS = 30.0
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -61,6 +62,16 @@ def _entry(ino: int, st: Stat) -> pyfuse3.EntryAttributes:
     return attr
 
 
+def _missing() -> pyfuse3.EntryAttributes:
+    """A negative entry: the kernel remembers the miss (imports probe many absent names).
+    Shorter than CACHE_SECONDS so a file the user creates meanwhile shows up soon; a
+    switch that makes the name appear invalidates it at once."""
+    attr = pyfuse3.EntryAttributes()
+    attr.st_ino = 0
+    attr.entry_timeout = NEGATIVE_SECONDS
+    return attr
+
+
 def _name(raw: bytes) -> str:
     return os.fsdecode(raw)
 
@@ -78,7 +89,10 @@ class ShadowOperations(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: Any = None
     ) -> pyfuse3.EntryAttributes:
-        return _entry(*self.tree.lookup(parent_inode, _name(name)))
+        try:
+            return _entry(*self.tree.lookup(parent_inode, _name(name)))
+        except FileNotFoundError:
+            return _missing()
 
     async def forget(self, inode_list: list[tuple[int, int]]) -> None:
         for ino, count in inode_list:

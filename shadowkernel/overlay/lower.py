@@ -30,6 +30,22 @@ class Lower:
     def listdir(self, path: RelPath) -> list[str]:
         return [os.fsdecode(n) for n in os.listdir(self.path(path))]
 
+    def scan(self, path: RelPath) -> list[tuple[str, os.stat_result]]:
+        """Names and lstat results of a directory's entries, each stat relative to the
+        directory's fd (no path walk per entry). Entries that vanish meanwhile are skipped."""
+        fd = os.open(self.path(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            out = []
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    try:
+                        out.append((entry.name, entry.stat(follow_symlinks=False)))
+                    except FileNotFoundError:
+                        continue
+            return out
+        finally:
+            os.close(fd)
+
     def open(self, path: RelPath) -> int:
         return os.open(self.path(path), _READ_FLAGS)
 

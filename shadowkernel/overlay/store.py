@@ -19,15 +19,14 @@ import contextlib
 import itertools
 import os
 import shutil
-import stat
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ..paths import ROOT, RelPath, is_within, join, parent, rebase
+from ..paths import RelPath
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
@@ -164,17 +163,6 @@ def changed_paths(old: Manifest, new: Manifest) -> list[RelPath]:
     return sorted(p for p in keys if old.get(p) != new.get(p))
 
 
-def file_mode(override: Override) -> int:
-    """The st_mode type bits an override stands for (0 for a whiteout)."""
-    if isinstance(override, File):
-        return stat.S_IFREG
-    if isinstance(override, Dir):
-        return stat.S_IFDIR
-    if isinstance(override, Symlink):
-        return stat.S_IFLNK
-    return 0
-
-
 # -- resolution ---------------------------------------------------------------------------
 
 
@@ -182,66 +170,14 @@ def lower_source(entries: Mapping[RelPath, Override], path: RelPath) -> RelPath 
     """The lower path that supplies `path` (its bytes or its children), or None.
 
     None means the entry, or one of its ancestors, is new, deleted or opaque: nothing
-    of the user's folder shows through there.
+    of the user's folder shows through there. This runs on every lookup and open, so it
+    walks up with `rfind` instead of recursing through `dirname`.
     """
-    if path == ROOT:
-        return ROOT
-    override = entries.get(path)
-    if override is not None:
-        return override.origin if isinstance(override, (File, Dir)) else None
-    above = lower_source(entries, parent(path))
-    return None if above is None else join(above, path.rsplit("/", 1)[-1])
-
-
-def children_below(entries: Mapping[RelPath, Override], directory: RelPath) -> Iterator[RelPath]:
-    return (p for p in entries if p != directory and is_within(p, directory))
-
-
-# -- staging (whole-file edits, used by branches) -------------------------------------------
-
-
-def with_file(
-    entries: Mapping[RelPath, Override], path: RelPath, blob: Blob, mode: int, mtime_ns: int
-) -> dict[RelPath, Override]:
-    """`entries` with `path` holding `blob`; missing parent directories become explicit."""
-    out = dict(entries)
-    out[path] = File(blob=blob, mode=mode, mtime_ns=mtime_ns)
-    return out
-
-
-def with_rename(
-    entries: Mapping[RelPath, Override],
-    old: RelPath,
-    new: RelPath,
-    moved: Override,
-    old_in_lower: bool,
-) -> dict[RelPath, Override]:
-    """Record a rename of `old` (whose current override-or-lower state is `moved`) to `new`.
-
-    Overrides below `old` move with it; untouched lower children keep showing through the
-    moved directory's `origin`, so nothing is copied.
-    """
-    out = {p: o for p, o in entries.items() if not is_within(p, new)}
-    for p in list(children_below(entries, old)):
-        out.pop(p, None)
-        out[rebase(p, old, new)] = entries[p]
-    out[new] = moved
-    if old_in_lower:
-        out[old] = WHITEOUT
-    else:
-        out.pop(old, None)
-    return out
-
-
-def as_moved(entries: Mapping[RelPath, Override], path: RelPath, lower_kind: int) -> Override:
-    """The override that carries `path`'s current state to a new name.
-
-    `lower_kind` is the stat type of the lower entry when `path` has no override.
-    """
-    override = entries.get(path)
-    if override is not None and not isinstance(override, Whiteout):
-        return override
-    source = lower_source(entries, path)
-    if stat.S_ISDIR(lower_kind):
-        return Dir(origin=source)
-    return File(origin=source)
+    probe = path
+    while probe:
+        override = entries.get(probe)
+        if override is not None:
+            origin = override.origin if isinstance(override, (File, Dir)) else None
+            return None if origin is None else RelPath(origin + path[len(probe) :])
+        probe = RelPath(probe[: max(probe.rfind("/"), 0)])
+    return path

@@ -65,7 +65,8 @@ class Stat:
 @dataclass(slots=True)
 class Handle:
     ino: int
-    fd: int | None  # the lower file, while the content comes from the user's folder
+    source: RelPath | None  # the lower file, while the content comes from the user's folder
+    fd: int | None = None  # opened on the first read the kernel's page cache cannot serve
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class Tree:
         self.base: Manifest = EMPTY
         self.entries: dict[RelPath, Override] = {}
         self.kids: dict[RelPath, set[str]] = {}
+        self.tops: Counter[str] = Counter()  # first path component -> overrides below it
         self.ino_of: dict[RelPath, int] = {ROOT: ROOT_INO}
         self.path_of: dict[int, RelPath] = {ROOT_INO: ROOT}
         self.orphans: dict[int, Override] = {}
@@ -115,6 +117,7 @@ class Tree:
         self.base = manifest
         self.entries = dict(manifest)
         self.kids = _index(self.entries)
+        self.tops = Counter(_top(p) for p in self.entries)
         self._open_spills(manifest)
         return Invalidation(tuple(entries), tuple(dict.fromkeys(inodes)), len(changed))
 
@@ -196,7 +199,7 @@ class Tree:
         if isinstance(override, Symlink):
             target = override.target
         elif override is None and path is not None:
-            source = lower_source(self.entries, path)
+            source = self._source(path)
             if source is None:
                 raise fail(errno.ENOENT)
             target = self.lower.readlink(source)
@@ -218,7 +221,7 @@ class Tree:
         """The lower entry that `ino` shows unchanged, if any (its xattrs show through)."""
         path, override = self._node(ino)
         if override is None and path is not None:
-            return lower_source(self.entries, path)
+            return self._source(path)
         return override.origin if isinstance(override, (File, Dir)) else None
 
     # -- directories -----------------------------------------------------------------------
@@ -294,19 +297,22 @@ class Tree:
         source = self._content_source(path, override)
         if source is None:
             raise fail(errno.ENOENT)
-        fd = self.lower.open(source)
-        st = os.fstat(fd)
+        st = self.lower.lstat(source)  # one stat now; the open waits for a read that needs it
+        if st is None:
+            raise fail(errno.ENOENT)
         now = (st.st_size, st.st_mtime_ns)
         fresh = self.told.setdefault(ino, now) == now
         self.told[ino] = now
-        return self._open_handle(ino, fd), fresh
+        return self._open_handle(ino, source), fresh
 
     def read(self, fh: int, offset: int, size: int) -> bytes:
         handle = self.handles[fh]
         _, override = self._node(handle.ino)
         blob = override.blob if isinstance(override, File) else None
         if blob is None:
-            assert handle.fd is not None
+            if handle.fd is None:
+                assert handle.source is not None
+                handle.fd = self.lower.open(handle.source)
             return os.pread(handle.fd, size, offset)
         if isinstance(blob, Buffer):
             return blob.read(offset, size)
@@ -441,18 +447,12 @@ class Tree:
         override = self.entries.get(path)
         if override is not None:
             return self._stat_override(override)
-        source = lower_source(self.entries, path)
+        source = self._source(path)
         return None if source is None else self._stat_lower(source)
 
     def _stat_lower(self, source: RelPath) -> Stat | None:
         st = self.lower.lstat(source)
-        if st is None:
-            return None
-        return Stat(
-            mode=st.st_mode, size=st.st_size, mtime_ns=st.st_mtime_ns, nlink=st.st_nlink,
-            uid=st.st_uid, gid=st.st_gid, rdev=st.st_rdev, atime_ns=st.st_atime_ns,
-            ctime_ns=st.st_ctime_ns,
-        )  # fmt: skip
+        return None if st is None else _stat(st)
 
     def _stat_override(self, override: Override) -> Stat | None:
         if isinstance(override, Whiteout):
@@ -475,14 +475,12 @@ class Tree:
                     gid=self.gid, atime_ns=mtime_ns, ctime_ns=mtime_ns)  # fmt: skip
 
     def _list(self, path: RelPath) -> Iterator[tuple[str, Stat]]:
-        source = lower_source(self.entries, path)
-        names = self.lower.listdir(source) if source is not None else []
+        source = self._source(path)
+        listing = self.lower.scan(source) if source is not None else []
         own = self.kids.get(path, set())
-        for name in names:
+        for name, st in listing:
             if name not in own:
-                st = self._stat_lower(join(source, name))  # type: ignore[arg-type]
-                if st is not None:
-                    yield name, st
+                yield name, _stat(st)
         for name in sorted(own):
             st = self._stat_override(self.entries[join(path, name)])
             if st is not None:
@@ -490,7 +488,7 @@ class Tree:
 
     def _shows_lower(self, path: RelPath) -> bool:
         """Whether the user's folder has an entry that would show at `path` without an override."""
-        source = lower_source(self.entries, parent(path))
+        source = self._source(parent(path))
         return (
             source is not None
             and self.lower.lstat(join(source, path.rsplit("/", 1)[-1])) is not None
@@ -499,14 +497,14 @@ class Tree:
     def _content_source(self, path: RelPath | None, override: Override | None) -> RelPath | None:
         if isinstance(override, File):
             return override.origin
-        return None if path is None else lower_source(self.entries, path)
+        return None if path is None else self._source(path)
 
     def _snapshot(self, path: RelPath, st: Stat) -> Override:
         """An override that reproduces `path`'s current state wherever it is put."""
         override = self.entries.get(path)
         if override is not None:
             return override
-        source = lower_source(self.entries, path)
+        source = self._source(path)
         mode = stat.S_IMODE(st.mode)
         if stat.S_ISDIR(st.mode):
             return Dir(origin=source, mode=mode, mtime_ns=st.mtime_ns)
@@ -560,9 +558,9 @@ class Tree:
         if ino in self.orphans and not self._in_use(ino):
             del self.orphans[ino]
 
-    def _open_handle(self, ino: int, fd: int | None) -> int:
+    def _open_handle(self, ino: int, source: RelPath | None) -> int:
         fh = next(self._fhs)
-        self.handles[fh] = Handle(ino, fd)
+        self.handles[fh] = Handle(ino, source)
         return fh
 
     def _put(self, ino: int, override: Override) -> None:
@@ -572,13 +570,27 @@ class Tree:
         else:
             self._set(path, override)
 
+    def _source(self, path: RelPath) -> RelPath | None:
+        """`lower_source`, answered at once for the many paths under no override at all."""
+        if _top(path) not in self.tops:
+            return path
+        return lower_source(self.entries, path)
+
     def _set(self, path: RelPath, override: Override) -> None:
+        if path not in self.entries:
+            self.tops[_top(path)] += 1
         self.entries[path] = override
         if path:
             self.kids.setdefault(parent(path), set()).add(path.rsplit("/", 1)[-1])
 
     def _pop(self, path: RelPath) -> None:
-        if self.entries.pop(path, None) is not None and path:
+        if self.entries.pop(path, None) is None:
+            return
+        top = _top(path)
+        self.tops[top] -= 1
+        if not self.tops[top]:
+            del self.tops[top]
+        if path:
             siblings = self.kids.get(parent(path))
             if siblings is not None:
                 siblings.discard(path.rsplit("/", 1)[-1])
@@ -651,6 +663,18 @@ def confine_link(target: bytes, directory: RelPath, root: str, alias: str) -> by
 
 def _inside(path: bytes, root: bytes) -> bool:
     return path == root or path.startswith(root + b"/")
+
+
+def _stat(st: os.stat_result) -> Stat:
+    return Stat(
+        mode=st.st_mode, size=st.st_size, mtime_ns=st.st_mtime_ns, nlink=st.st_nlink,
+        uid=st.st_uid, gid=st.st_gid, rdev=st.st_rdev, atime_ns=st.st_atime_ns,
+        ctime_ns=st.st_ctime_ns,
+    )  # fmt: skip
+
+
+def _top(path: str) -> str:
+    return path.partition("/")[0]
 
 
 def _index(entries: Mapping[RelPath, Override]) -> dict[RelPath, set[str]]:
