@@ -12,7 +12,6 @@ import threading
 from typing import Any
 
 import ipywidgets as w
-from IPython.display import display
 
 from . import live
 from .session import Session
@@ -47,9 +46,10 @@ class Panel(w.VBox):
         return table[table["severity"].isin(self.severity.value)].reset_index(drop=True)
 
     def show_lints(self) -> None:
-        self.output.clear_output()
-        with self.output:
-            display(self.lints())
+        # Set the outputs directly (not `with self.output`): works from any thread and any
+        # message handler, a button click included.
+        self.output.outputs = ()
+        self.output.append_display_data(self.lints())
 
     def refresh(self) -> None:
         ws = self.session.workspace
