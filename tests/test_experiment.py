@@ -132,7 +132,13 @@ def test_ray_workers_give_the_same_frame(ws):
     simulated = SimulatedAgent(suite, seed=4, p_correct=0.2)
     local = sk.experiment(simulated, suite, ["none", "new-lints"], seeds=1, budget=2,
                           workspace=ws, progress=False)  # fmt: skip
-    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as e:  # seen on a 2-core machine under heavy load from other suites
+        if "timed out during startup" not in str(e):
+            raise
+        ray.shutdown()
+        pytest.skip(f"the local Ray node did not start in time on this loaded machine: {e}")
     try:
         remote = sk.experiment(simulated, suite, ["none", "new-lints"], seeds=1, budget=2,
                                workers=context.address_info["address"], n_workers=2,
