@@ -21,15 +21,18 @@ Only FUSE mode exists so far (no in-memory fallback).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import hashlib
 import html
 import itertools
 import os
 import stat
+import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -114,7 +117,12 @@ class _LoopThread:
             coroutine.close()
             raise RuntimeError("called the synchronous API from the workspace's own loop; "
                                "use the *_async methods there")  # fmt: skip
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt in the caller: stop waiting on our side too
+            raise
 
     async def call_async(self, coroutine: Coroutine[Any, Any, T]) -> T:
         if asyncio.get_running_loop() is self.loop:
@@ -129,6 +137,22 @@ class _LoopThread:
 
 
 # -- the workspace ------------------------------------------------------------------------------
+
+_OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
+
+
+def open_workspaces() -> list[Workspace]:
+    """Every workspace of this process that is not closed yet (the kernel closes them all)."""
+    return list(_OPEN)
+
+
+@atexit.register
+def _close_open_workspaces() -> None:
+    # At exit, while the loop threads still run: a __del__ during interpreter teardown
+    # would wait on a loop thread that is already gone.
+    for workspace in open_workspaces():
+        with contextlib.suppress(Exception):
+            workspace.close()
 
 
 class Workspace:
@@ -168,6 +192,7 @@ class Workspace:
         except BaseException:
             self.close()
             raise
+        _OPEN.add(self)
 
     async def _start(self, policy: Policy, batch: int, idle_timeout: float) -> Scheduler:
         threaded = len(self._shadows) > 1
@@ -225,6 +250,7 @@ class Workspace:
         if self._closed:
             return
         self._closed = True
+        _OPEN.discard(self)
         scheduler = getattr(self, "_scheduler", None)
         if scheduler is not None:
             with contextlib.suppress(Exception):
@@ -248,7 +274,7 @@ class Workspace:
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
-            if not self._closed:
+            if not self._closed and not sys.is_finalizing():
                 self.close()
 
     def __repr__(self) -> str:

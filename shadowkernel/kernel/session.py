@@ -12,18 +12,17 @@ wrote so far kept in the branch's scratch layer.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import signal
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from ..workspace import Branch, Workspace
+from ..workspace import Branch, Workspace, open_workspaces
 
 T = TypeVar("T")
 RUN_TAG = "SHADOWKERNEL_RUN_TAG"
@@ -115,14 +114,10 @@ class Session:
         """Close every workspace of this process: the session's and any opened in code."""
         with contextlib.suppress(Exception):
             self.close()
-        for ws in _all_workspaces():
+        for ws in open_workspaces():
             with contextlib.suppress(Exception):
                 ws.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _all_workspaces() -> Iterator[Workspace]:
-    return (o for o in gc.get_objects() if isinstance(o, Workspace) and not o._closed)
 
 
 def kill_tagged(tag: str) -> int:
