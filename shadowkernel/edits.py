@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from .errors import PathError, StagingError
 from .lsp.documents import Encoding, from_character
+from .lsp.lints import Edit
 from .paths import RelPath, rel
 
 MAX_TEXT_BYTES = 8 * 2**20  # a source file larger than this is almost surely not source
@@ -287,16 +288,9 @@ def _first_lines(lines: Sequence[str], count: int = 3) -> str:
 # -- LSP text edits -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TextEdit:
-    """A replacement in 1-based lines and code-point columns (end exclusive), like lsp.Edit."""
-
-    path: RelPath
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    new_text: str
+# A replacement in 1-based lines and code-point columns (end exclusive): the same value a
+# quick fix carries, so fixes apply without translation.
+TextEdit = Edit
 
 
 def apply_text_edits(text: str, edits: Iterable[TextEdit], path: str) -> str:

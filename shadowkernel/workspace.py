@@ -431,9 +431,7 @@ class Branch:
     def _fix_changes(fix: Any, read: Any) -> edits.Changes:
         by_path: dict[RelPath, list[edits.TextEdit]] = {}
         for e in fix.edits:
-            by_path.setdefault(rel(e.path), []).append(
-                edits.TextEdit(rel(e.path), e.line, e.column, e.end_line, e.end_column, e.new_text)
-            )
+            by_path.setdefault(rel(e.path), []).append(e)
         changes: edits.Changes = {}
         for path, text_edits in by_path.items():
             text = read(path)
