@@ -628,8 +628,14 @@ class Branch:
         """Run a command inside the shadow at this branch's version (plus what earlier runs
         wrote). What the run writes stays in the branch's scratch layer: later runs see it,
         lints, diff() and accept() do not. `options` go to `run_in_shadow` (python=True runs
-        `cmd` as Python code; mode, env, cwd, output_cap, max_processes)."""
-        return self.workspace._loop.call(self._run(cmd, timeout, network, options))
+        `cmd` as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt
+        in the caller, or setting the `cancel` event, kills the run and all its processes."""
+        cancel = options.setdefault("cancel", threading.Event())
+        try:
+            return self.workspace._loop.call(self._run(cmd, timeout, network, options))
+        except BaseException:
+            cancel.set()
+            raise
 
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, **options: Any) -> RunResult:  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -150,18 +149,3 @@ def alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def processes_with(needle: bytes) -> list[int]:
-    """pids whose environment contains `needle` (e.g. a run's tag)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found

@@ -159,6 +159,22 @@ def test_timeout_kills_grandchildren(shadow, mode: str) -> None:
     assert result.duration < 10
 
 
+def test_cancel_kills_the_run_from_another_thread(shadow, mode: str) -> None:
+    marker = f"sk-{uuid.uuid4().hex[:12]}"
+    cancel = threading.Event()
+    script = f"nohup bash -c 'exec -a {marker} sleep 1000' & wait"
+    thread, box = run_in_thread(shadow=shadow, manifest={}, command=script, timeout=120,
+                                mode=mode, cancel=cancel)  # fmt: skip
+    [pid] = wait_for(lambda: marked(marker, argv0=True), 10, "the sleeper")
+    cancel.set()
+    thread.join(30)
+    result = box["result"]
+    assert result.cancelled and not result.timed_out and result.exit_code is None
+    assert not result.ok and "cancelled" in " ".join(result.notes)
+    assert not alive_with(pid, marker)
+    assert result.duration < 30
+
+
 def test_a_run_ends_with_its_main_process_and_takes_leftovers_along(shadow, mode: str) -> None:
     marker = f"sk-{uuid.uuid4().hex[:12]}"
     script = f"(setsid bash -c 'exec -a {marker} sleep 1000' &) ; echo started"

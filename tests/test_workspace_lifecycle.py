@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,3 +40,43 @@ def test_an_open_workspace_is_closed_when_the_script_ends(tmp_path: Path, ending
     assert done.returncode == (1 if ending == "raise" else 0), done.stderr
     assert mountpoint not in mounts.shadow_mounts()
     assert (tmp_path / "m.py").read_text() == "x = 1\n"
+
+
+CTRL_C_SCRIPT = """
+import sys
+import shadowkernel as sk
+with sk.Workspace(sys.argv[1], servers=["ruff"]) as ws:
+    print("running", flush=True)
+    try:
+        ws.branch("a").run("exec -a sk-ctrl-c-sleeper sleep 1000", timeout=600)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+
+def _sleepers() -> list[int]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{entry}/cmdline").read_bytes().startswith(b"sk-ctrl-c-sleeper"):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_in_a_script_kills_the_run_it_was_waiting_for(tmp_path: Path) -> None:
+    script = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert script.stdout.readline() == "running\n"
+        deadline = time.monotonic() + 60
+        while not _sleepers():
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        script.send_signal(signal.SIGINT)
+        out, _ = script.communicate(timeout=60)
+    finally:
+        script.kill()
+    assert "interrupted" in out
+    assert _sleepers() == []

@@ -12,12 +12,9 @@ wrote so far kept in the branch's scratch layer.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import threading
-import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
@@ -25,7 +22,6 @@ from IPython.core.error import UsageError
 from ..workspace import Branch, Workspace, open_workspaces
 
 T = TypeVar("T")
-RUN_TAG = "SHADOWKERNEL_RUN_TAG"
 
 
 class Session:
@@ -97,15 +93,13 @@ class Session:
         return self._pool.submit(fn, *args, **kwargs).result()
 
     def run(self, branch: Branch, command: str, **options: Any) -> Any:
-        """branch.run(command, ...) whose processes an interrupt kills."""
-        tag = uuid.uuid4().hex
-        env = {**os.environ, RUN_TAG: tag}
-        future = self._pool.submit(branch.run, command, env=env, **options)
+        """branch.run(command, ...) which an interrupt cancels (its processes are killed)."""
+        cancel = threading.Event()
+        future = self._pool.submit(branch.run, command, cancel=cancel, **options)
         try:
             return future.result()
         except KeyboardInterrupt:
-            kill_tagged(tag)
-            threading.Thread(target=_kill_until_done, args=(tag, future), daemon=True).start()
+            cancel.set()
             raise
 
     # -- shutdown -------------------------------------------------------------------------------
@@ -118,34 +112,3 @@ class Session:
             with contextlib.suppress(Exception):
                 ws.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def kill_tagged(tag: str) -> int:
-    """SIGKILL the process groups of every process whose environment carries `tag`."""
-    needle = f"{RUN_TAG}={tag}".encode()
-    killed = 0
-    for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            group = os.getpgid(pid)
-            if group != os.getpgrp():  # runs start their own session; never kill ours
-                os.killpg(group, signal.SIGKILL)
-                killed += 1
-        except (OSError, ProcessLookupError):
-            continue
-    return killed
-
-
-def _pids() -> list[int]:
-    own = os.getpid()
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != own]
-
-
-def _kill_until_done(tag: str, future: Future[Any]) -> None:
-    """A run still queued at the interrupt starts later: kill it as soon as it shows up."""
-    while not future.done():
-        kill_tagged(tag)
-        with contextlib.suppress(Exception):
-            future.exception(timeout=0.05)

@@ -14,6 +14,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,32 +33,37 @@ class Outcome:
     stderr: Capture
     timed_out: bool
     duration: float
+    cancelled: bool = False
 
 
 def run_process(
     argv: list[str], env: dict[str, str], timeout: float, cap: int,
-    kill_leftovers: Callable[[], None] = lambda: None,
+    kill_leftovers: Callable[[], None] = lambda: None, cancel: threading.Event | None = None,
 ) -> Outcome:  # fmt: skip
+    """Run `argv` to its end, to its deadline, or until `cancel` is set (killed either way)."""
     start = time.monotonic()
+    cancel = cancel or threading.Event()
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env, cwd="/", start_new_session=True, close_fds=True,
     )  # fmt: skip
     captures = {process.stdout: Capture(cap), process.stderr: Capture(cap)}
-    timed_out = _pump(process, captures, start + timeout, kill_leftovers)
+    stopped = _pump(process, captures, start + timeout, kill_leftovers, cancel)
     code = process.wait()
     return Outcome(
-        exit_code=None if timed_out else code,
+        exit_code=None if stopped else code,
         stdout=captures[process.stdout],
         stderr=captures[process.stderr],
-        timed_out=timed_out,
+        timed_out=stopped and not cancel.is_set(),
         duration=time.monotonic() - start,
+        cancelled=stopped and cancel.is_set(),
     )
 
 
 def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
-          kill_leftovers: Callable[[], None]) -> bool:  # fmt: skip
-    """Read both pipes until they close; kill the run at `deadline`. True if it timed out."""
+          kill_leftovers: Callable[[], None], cancel: threading.Event) -> bool:  # fmt: skip
+    """Read both pipes until they close; kill the run at `deadline` or when cancelled.
+    True if it was stopped that way."""
     selector = selectors.DefaultSelector()
     for pipe in captures:
         with contextlib.suppress(OSError):
@@ -67,7 +73,7 @@ def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
     try:
         while selector.get_map():
             now = time.monotonic()
-            if not timed_out and now >= deadline:
+            if not timed_out and (now >= deadline or cancel.is_set()):
                 timed_out = True
                 _kill(process, kill_leftovers)
             if ended is None and process.poll() is not None:

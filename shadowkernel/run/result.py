@@ -19,7 +19,7 @@ class RunResult:
     (path -> override, None: back to the manifest's absence)."""
 
     command: tuple[str, ...]
-    exit_code: int | None  # None: killed at the timeout
+    exit_code: int | None  # None: killed at the timeout or cancelled
     stdout: str
     stderr: str
     stdout_truncated: bool
@@ -34,10 +34,11 @@ class RunResult:
     setup_seconds: float = 0.0
     stdout_bytes: int = 0
     stderr_bytes: int = 0
+    cancelled: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.cancelled
 
 
 @dataclass

@@ -28,6 +28,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,9 +61,11 @@ def run_in_shadow(
     timeout: float = 60, network: bool = False, python: bool = False,
     output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
     cwd: str = ROOT, max_processes: int = DEFAULT_MAX_PROCESSES,
+    cancel: threading.Event | None = None,
 ) -> RunResult:  # fmt: skip
     """Run `command` (a shell string, an argv list, or Python code with `python=True`) in
-    `manifest`'s view of `shadow.source`, and return its output and what it wrote."""
+    `manifest`'s view of `shadow.source`, and return its output and what it wrote.
+    Setting `cancel` (from any thread) kills the run and all its processes."""
     start = time.monotonic()
     manifest = freeze(manifest)
     workdir, notes = rel(cwd), []
@@ -70,7 +73,7 @@ def run_in_shadow(
     try:
         argv = _argv(command, python, shadow.source, view.root)
         plan = _plan(view, argv, workdir, network)
-        outcome, cgroup_notes = _execute(plan, env, timeout, output_cap, max_processes)
+        outcome, cgroup_notes = _execute(plan, env, timeout, output_cap, max_processes, cancel)
         notes += cgroup_notes
         written = _harvest(shadow, manifest, view)
     finally:
@@ -200,17 +203,19 @@ def _netns() -> str | None:
 
 
 def _execute(plan: Plan, env: Mapping[str, str] | None, timeout: float, cap: int,
-             max_processes: int) -> tuple[Outcome, list[str]]:  # fmt: skip
+             max_processes: int,
+             cancel: threading.Event | None) -> tuple[Outcome, list[str]]:  # fmt: skip
     environment = dict(os.environ if env is None else env)
     environment["PWD"] = plan.cwd
     parent = pids_hierarchy()
     if parent is None:
         notes = ["no writable pids cgroup: the run's process count was not bounded"]
-        return run_process(command_line(plan), environment, timeout, cap), notes
+        return run_process(command_line(plan), environment, timeout, cap, cancel=cancel), notes
     cgroup = PidsCgroup(parent, max_processes)
     try:
         plan = Plan(**{**plan.__dict__, "cgroup_procs": cgroup.procs_file})
-        outcome = run_process(command_line(plan), environment, timeout, cap, cgroup.kill_all)
+        outcome = run_process(command_line(plan), environment, timeout, cap, cgroup.kill_all,
+                              cancel)  # fmt: skip
         refused = cgroup.limit_hit()
     finally:
         emptied = cgroup.close()
@@ -240,6 +245,8 @@ def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, netwo
                          f"{capture.cap // 2}")  # fmt: skip
     if outcome.timed_out:
         notes.append("timed out: the run and all its processes were killed")
+    if outcome.cancelled:
+        notes.append("cancelled: the run and all its processes were killed")
     return RunResult(
         command=tuple(argv), exit_code=outcome.exit_code,
         stdout=outcome.stdout.text(), stderr=outcome.stderr.text(),
@@ -248,4 +255,5 @@ def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, netwo
         mode=view.mode, path_transparent=view.mode != "fuse-at-mountpoint", network=network,
         notes=tuple(notes), setup_seconds=max(setup, 0.0),
         stdout_bytes=outcome.stdout.total, stderr_bytes=outcome.stderr.total,
+        cancelled=outcome.cancelled,
     )  # fmt: skip
