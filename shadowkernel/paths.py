@@ -32,7 +32,7 @@ def rel(path: str | bytes | os.PathLike[str]) -> RelPath:
 
 
 def parent(path: RelPath) -> RelPath:
-    return RelPath(posixpath.dirname(path))
+    return RelPath(path[: max(path.rfind("/"), 0)])  # dirname, without its generality
 
 
 def name(path: RelPath) -> str:

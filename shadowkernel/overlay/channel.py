@@ -14,7 +14,6 @@ import pickle
 import socket
 import struct
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from ..paths import RelPath
@@ -54,8 +53,9 @@ def stubbed(manifest: Mapping[RelPath, Override], known: set[str]) -> dict[RelPa
     for path, override in manifest.items():
         if isinstance(override, File) and override.blob is not None:
             blob = override.blob
-            if blob.id in known:
-                override = replace(override, blob=Blob(blob.id, blob.size))
+            if blob.id in known:  # a stub: File() directly, replace() costs microseconds each
+                override = File(Blob(blob.id, blob.size), override.origin, override.mode,
+                                override.mtime_ns)  # fmt: skip
             else:
                 known.add(blob.id)
         out[path] = override
@@ -71,7 +71,7 @@ def resolved(
         if isinstance(override, File) and override.blob is not None:
             blob = override.blob
             if is_stub(blob):
-                override = replace(override, blob=cache[blob.id])
+                override = File(cache[blob.id], override.origin, override.mode, override.mtime_ns)
             else:
                 cache[blob.id] = blob
         out[path] = override

@@ -113,7 +113,9 @@ class Tree:
             if parent_ino is not None and path:
                 entries.append((parent_ino, path.rsplit("/", 1)[-1]))
                 inodes.append(parent_ino)
-            inodes.extend(self._detach(path))
+            # Detached nodes need no invalidation: once their entries are gone only open
+            # handles reach them, and those keep the state they opened (see _detach).
+            self._detach(path)
         self.base = manifest
         self.entries = dict(manifest)
         self.kids = _index(self.entries)
@@ -611,17 +613,31 @@ class Tree:
         """Unbind `path` and its descendants from their inodes, keeping what the kernel holds."""
         if not path:
             return []
-        st = self._stat_path(path)
         inos = []
-        for rel in self._below(self.ino_of, path, st is not None and stat.S_ISDIR(st.mode)):
+        for rel in self._below(self.ino_of, path, self._is_dir(path)):
             ino = self.ino_of.pop(rel)
             del self.path_of[ino]
             inos.append(ino)
             if self._in_use(ino):
-                st = self._stat_path(rel)
-                if st is not None:
-                    self.orphans[ino] = self._snapshot(rel, st)
+                snapshot = self._snapshot_of(rel)
+                if snapshot is not None:
+                    self.orphans[ino] = snapshot
         return inos
+
+    def _snapshot_of(self, path: RelPath) -> Override | None:
+        """`path`'s current state as an override, or None if it does not exist."""
+        override = self.entries.get(path)
+        if override is not None:
+            return None if isinstance(override, Whiteout) else override
+        st = self._stat_path(path)
+        return None if st is None else self._snapshot(path, st)
+
+    def _is_dir(self, path: RelPath) -> bool:
+        override = self.entries.get(path)
+        if override is not None:  # answered without a stat of the user's folder
+            return isinstance(override, Dir)
+        st = self._stat_path(path)
+        return st is not None and stat.S_ISDIR(st.mode)
 
     def _move_inodes(self, old: RelPath, new: RelPath, is_dir: bool) -> None:
         for rel in self._below(self.ino_of, old, is_dir):
