@@ -173,7 +173,7 @@ MANY = "import os\nimport sys\n\n\ndef f() -> int:\n    return undefined_name + 
 
 
 @pytest.mark.parametrize("server", ["ruff", "pyright"])
-def test_quick_fixes_asked_per_file_equal_those_asked_per_diagnostic(aio: Loop, make_pool: Any,
+def test_quick_fixes_per_file_or_from_data_equal_those_asked_per_diagnostic(aio: Loop, make_pool: Any,
                                                                       tmp_path: Path, server: str) -> None:  # fmt: skip
     if not INSTALLED[server]:
         pytest.skip(f"{server} not installed (bash .ci/setup)")
@@ -182,12 +182,13 @@ def test_quick_fixes_asked_per_file_equal_those_asked_per_diagnostic(aio: Loop, 
     async def both() -> tuple[dict, dict]:
         await pool.sync({"m.py": MANY}, [])
         lints = await pool.lint(["m.py"])
-        batched = {(x.line, x.column, x.code): sorted(f.title for f in x.fixes) for x in lints}
+        batched = {(x.line, x.column, x.code): sorted(x.fixes, key=repr) for x in lints}
         client = pool.client(server)
-        one_by_one = {}
+        one_by_one = {}  # asked of the server itself, one diagnostic at a time
         for d in await client.diagnostics("m.py"):
             key = (d.range.start.line + 1, d.range.start.character + 1, str(d.code))
-            one_by_one[key] = sorted(a.title for a in await client.code_actions("m.py", [d]))
+            actions = await client.code_actions("m.py", [d])
+            one_by_one[key] = sorted((pool._fix(client, a) for a in actions), key=repr)
         return batched, one_by_one
 
     batched, one_by_one = aio.run(both())

@@ -209,6 +209,8 @@ class LspPool:
         which diagnostics it fixes (ruff and pyright do), else one request per diagnostic."""
         if not diagnostics:
             return []
+        if client.spec.quick_fixes == "ruff-data":
+            return [ruff_data_fixes(d, client.uri(path)) for d in diagnostics]
         if len(diagnostics) > 1:
             actions = await client.code_actions(path, diagnostics)
             if all(a.diagnostics for a in actions):
@@ -431,6 +433,32 @@ class LspPool:
     def _check_open(self) -> None:
         if self._closed:
             raise ServerError("this LspPool is closed; create a new one")
+
+
+def ruff_data_fixes(diagnostic: lsp.Diagnostic, uri: str) -> list[lsp.CodeAction]:
+    """The quick fixes ruff's server would answer for `diagnostic`, built from its `data`
+    (`edits` + `title`: the fix; `noqa_edit`: "Disable for this line")."""
+    data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+    code = data.get("code") or diagnostic.code
+    found = []
+    if data.get("edits"):
+        found.append((f"Ruff ({code}): {data.get('title', 'Fix')}", data["edits"]))
+    if data.get("noqa_edit"):
+        found.append((f"Ruff ({code}): Disable for this line", [data["noqa_edit"]]))
+    return [
+        lsp.CodeAction(
+            title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[diagnostic],
+            edit=lsp.WorkspaceEdit(changes={uri: [_text_edit(e) for e in edits]}),
+        )  # fmt: skip
+        for title, edits in found
+    ]
+
+
+def _text_edit(raw: Mapping[str, Any]) -> lsp.TextEdit:
+    start, end = raw["range"]["start"], raw["range"]["end"]
+    span = lsp.Range(lsp.Position(start["line"], start["character"]),
+                     lsp.Position(end["line"], end["character"]))  # fmt: skip
+    return lsp.TextEdit(span, raw["newText"])
 
 
 def _diagnostic_key(d: lsp.Diagnostic) -> tuple[object, ...]:
