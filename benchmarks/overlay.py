@@ -175,14 +175,19 @@ def setup_shadow(stack: contextlib.ExitStack, ws: Workspace, view: View) -> Shad
     return shadow
 
 
+def overlay_layers(stack: contextlib.ExitStack, ws: Workspace, name: str) -> str:
+    """Upper and work dirs on a fresh tmpfs; the mount options naming them over the workspace."""
+    layers = tmpfs(stack, RUN / name)
+    (layers / "upper").mkdir()
+    (layers / "work").mkdir()
+    return f"lowerdir={ws.root},upperdir={layers}/upper,workdir={layers}/work"
+
+
 def setup_overlayfs(stack: contextlib.ExitStack, ws: Workspace, view: View) -> None:
     mountpoint = RUN / "overlayfs"
     mountpoint.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    layers = tmpfs(stack, RUN / "overlayfs-layers")
-    (layers / "upper").mkdir()
-    (layers / "work").mkdir()
-    options = f"lowerdir={ws.root},upperdir={layers}/upper,workdir={layers}/work"
+    options = overlay_layers(stack, ws, "overlayfs-layers")
     command(["mount", "-t", "overlay", "overlay", "-o", options, str(mountpoint)])
     view.setup_seconds = time.perf_counter() - start
     stack.callback(unmount, mountpoint)
@@ -193,10 +198,7 @@ def setup_fuse_overlayfs(stack: contextlib.ExitStack, ws: Workspace, view: View)
     mountpoint = RUN / "fuse-overlayfs"
     mountpoint.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    layers = tmpfs(stack, RUN / "fuse-overlayfs-layers")
-    (layers / "upper").mkdir()
-    (layers / "work").mkdir()
-    options = f"lowerdir={ws.root},upperdir={layers}/upper,workdir={layers}/work"
+    options = overlay_layers(stack, ws, "fuse-overlayfs-layers")
     log = RUN / "fuse-overlayfs.log"
     # Foreground, so its pid is ours to watch (CPU, RSS) and to stop.
     with open(log, "wb") as stderr:
