@@ -154,6 +154,9 @@ EMPTY: Manifest = MappingProxyType({})
 
 
 def freeze(entries: Mapping[RelPath, Override]) -> Manifest:
+    """A read-only manifest; one that is already frozen passes through (switches are hot)."""
+    if isinstance(entries, MappingProxyType):
+        return entries
     return MappingProxyType(dict(entries))
 
 
