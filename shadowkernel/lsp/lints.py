@@ -146,27 +146,22 @@ def lint_table(
             "pass one flag per lint (see mark_new)"
         )
     flags: Sequence[bool | None] = new_flags if new_flags is not None else [None] * len(lints)
-    rows = [
-        {"branch": branch, "version": version, **_row(lint), "new": flag}
-        for lint, flag in sorted(zip(lints, flags, strict=True), key=lambda lf: sort_key(lf[0]))
-    ]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    frame["new"] = frame["new"].astype("boolean")
-    for name in ("line", "column", "end_line", "end_column"):
-        frame[name] = frame[name].astype("int64")
+    ordered = sorted(zip(lints, flags, strict=True), key=lambda lf: sort_key(lf[0]))
+    rows = [lint for lint, _ in ordered]
+    # Typed columns built once: a table per lint answer is on the agents' hot path.
+    columns: dict[str, object] = {
+        "branch": [branch] * len(rows),
+        "version": [version] * len(rows),
+        **{name: [getattr(lint, name) for lint in rows] for name in _TEXT},
+        **{name: pd.array([getattr(lint, name) for lint in rows], dtype="int64") for name in _INTS},
+        "new": pd.array([flag for _, flag in ordered], dtype="boolean"),
+        "fixes": [lint.fixes for lint in rows],
+    }
+    frame = pd.DataFrame(columns, columns=list(COLUMNS))
+    if not rows:  # nothing to infer from: the object columns an empty table always had
+        frame = frame.astype({name: object for name in (*_TEXT, "branch", "version", "fixes")})
     return frame
 
 
-def _row(lint: Lint) -> dict[str, object]:
-    return {
-        "path": lint.path,
-        "line": lint.line,
-        "column": lint.column,
-        "end_line": lint.end_line,
-        "end_column": lint.end_column,
-        "severity": lint.severity,
-        "code": lint.code,
-        "source": lint.source,
-        "message": lint.message,
-        "fixes": lint.fixes,
-    }
+_INTS = ("line", "column", "end_line", "end_column")
+_TEXT = ("path", "severity", "code", "source", "message")
