@@ -36,7 +36,6 @@ from .store import (
     Symlink,
     Whiteout,
     changed_paths,
-    freeze,
     lower_source,
 )
 
@@ -130,9 +129,6 @@ class Tree:
             override = self.entries.get(path)
             delta[path] = None if override is None else self._frozen(override)
         return delta
-
-    def snapshot(self) -> Manifest:
-        return freeze({p: self._frozen(o) for p, o in self.entries.items()})
 
     def _frozen(self, override: Override) -> Override:
         if isinstance(override, File) and isinstance(override.blob, Buffer):
