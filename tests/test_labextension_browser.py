@@ -190,19 +190,23 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     labtools.screenshot(page, "timeline-dark-page.png")
 
 
-LIVE_CELL = """\
-import pathlib, sys, time
-from IPython.display import display, update_display
-sys.path.insert(0, {helpers!r})
-from timeline_data import bundle, simulate
-
+# Kernel-side: wait until the test has seen the previous state (no braces: cells are templates).
+WAIT_FOR_FLAG = """\
 def wait_for(flag):  # the test creates the flag once it has seen the previous state
     deadline = time.monotonic() + 60
     while not pathlib.Path(flag).exists():
         if time.monotonic() > deadline:
             raise TimeoutError(flag)
         time.sleep(0.02)
+"""
 
+LIVE_CELL = """\
+import pathlib, sys, time
+from IPython.display import display, update_display
+sys.path.insert(0, {helpers!r})
+from timeline_data import bundle, simulate
+
+""" + WAIT_FOR_FLAG + """
 display(bundle(simulate({first})), raw=True, display_id="timeline")
 for step, size in enumerate({rest}, 1):
     wait_for(f"step-{{step}}")
@@ -260,16 +264,7 @@ def test_live_timeline_grows_in_place(page: Page, lab: labtools.Lab, tmp_path: P
 
 SHADOW_CELLS = (
     "%shadow open {project} --servers ruff",
-    """\
-import pathlib, time
-
-def wait_for(flag):  # the test creates the flag once it has seen the previous state
-    deadline = time.monotonic() + 60
-    while not pathlib.Path(flag).exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(flag)
-        time.sleep(0.02)
-
+    "import pathlib, time\n\n" + WAIT_FOR_FLAG + """
 def agent(branch, flags):
     for flag in flags:
         wait_for(flag)
