@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,7 @@ class Shadow:
         self._known: set[str] = set()
         self._process: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
+        self._closers: list[Callable[[], None]] = []
         self._start()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -114,7 +115,15 @@ class Shadow:
             self._stop()
             self._start()
 
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call `callback` when the shadow closes (runs unmount their kept views so)."""
+        self._closers.append(callback)
+
     def close(self) -> None:
+        for callback in self._closers:
+            with contextlib.suppress(Exception):
+                callback()
+        self._closers.clear()
         with self._lock:
             self._stop()
         if self._own_store:
