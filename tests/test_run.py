@@ -23,10 +23,12 @@ from pathlib import Path
 import pytest
 from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
 
+from shadowkernel.overlay import mounts
 from shadowkernel.overlay.store import WHITEOUT, File
 from shadowkernel.overlay.upper import apply_delta
 from shadowkernel.paths import RelPath
-from shadowkernel.run import run_in_shadow
+from shadowkernel.run import run_in_shadow, views
+from shadowkernel.run.runner import scratch_parent
 
 pytestmark = [needs_root, needs_fuse]
 
@@ -298,3 +300,126 @@ def test_a_library_test_suite_passes_identically_natively_and_in_a_run(
     assert RelPath("out.txt") in inside.written
     assert any(p.startswith("minilib/__pycache__/") for p in inside.written)
     assert snapshot(library) == before  # no __pycache__, .pytest_cache or out.txt leaked
+
+
+# -- kept overlayfs views -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def own(tmp_path: Path) -> Iterator[tuple[Path, object]]:
+    """A project with a shadow of its own, so the views kept are this test's alone."""
+    from shadowkernel.overlay.shadow import Shadow
+
+    project = make_project(tmp_path / "project")
+    with Shadow(project) as sh:
+        yield project, sh
+
+
+def view_mounts(project: Path) -> list[str]:
+    """Mount points of the views kept of `project` (their options name it as lowerdir)."""
+    with open("/proc/self/mountinfo") as f:
+        lines = [line.split() for line in f]
+    return [fields[4] for fields in lines
+            if views.PREFIX in fields[4] and f"lowerdir={project}," in fields[-1]]  # fmt: skip
+
+
+def overlay_run(sh, manifest, script: str, **options):
+    result = run_in_shadow(sh, manifest, script, mode="overlayfs", **options)
+    assert result.exit_code == 0 or result.timed_out, result.stderr
+    return result
+
+
+def absorbed(manifest, written) -> dict:
+    """The branch's next manifest, as Branch keeps it (a removal becomes a whiteout)."""
+    return {**manifest, **{p: WHITEOUT if o is None else o for p, o in written.items()}}
+
+
+def test_a_branch_keeps_its_view_and_is_told_only_each_runs_own_writes(own) -> None:
+    project, sh = own
+    first = overlay_run(sh, {}, "echo one > new.txt; echo more >> README.md")
+    assert sorted(first.written) == ["README.md", "new.txt"]
+    [mounted] = view_mounts(project)
+    branch = absorbed({}, first.written)
+    second = overlay_run(sh, branch, "cat new.txt; tail -1 README.md; echo two > b.txt; rm new.txt")
+    assert second.stdout.split() == ["one", "more"]
+    assert second.written == {RelPath("b.txt"): second.written["b.txt"], RelPath("new.txt"): None}
+    branch = absorbed(branch, second.written)  # new.txt now a whiteout where nothing shows
+    third = overlay_run(sh, branch, "ls new.txt b.txt 2>&1; tail -1 README.md")
+    assert third.stdout.split()[-2:] == ["b.txt", "more"] and "new.txt" in third.stdout
+    assert third.written == {}
+    assert view_mounts(project) == [mounted]  # one view all along
+
+
+def test_branches_alternating_on_one_shadow_each_see_only_their_own_state(own) -> None:
+    project, sh = own
+    state: dict[str, dict] = {"a": {}, "b": {}}
+    for turn in range(3):
+        for name in ("a", "b"):
+            script = f"mkdir -p out; ls out; echo {name} > out/{name}{turn}"
+            result = overlay_run(sh, state[name], script)
+            assert result.stdout.split() == [f"{name}{i}" for i in range(turn)]
+            assert sorted(result.written) == ["out", f"out/{name}{turn}"][turn > 0 :]
+            state[name] = absorbed(state[name], result.written)
+    assert len(view_mounts(project)) == 2  # one each, kept across the turns
+
+
+def test_a_changed_manifest_gets_a_view_showing_it(own) -> None:
+    project, sh = own
+    staged = lambda text: {RelPath("pkg/mod.py"): File(  # noqa: E731
+        blob=sh.store.make(text), mode=0o644, mtime_ns=10**18)}  # fmt: skip
+    first = overlay_run(sh, staged(b"V = 1\n"), "cat pkg/mod.py; echo x > run.txt")
+    second = overlay_run(sh, staged(b"V = 2\n"), "cat pkg/mod.py; ls run.txt 2>&1 || true")
+    assert first.stdout == "V = 1\n"
+    assert second.stdout.startswith("V = 2\n") and "No such file" in second.stdout
+    assert second.written == {}
+
+
+def test_names_the_user_changes_show_in_the_next_run(own) -> None:
+    project, sh = own
+    look = "cat README.md; cat docs/new.txt 2>&1; ls docs; true"
+    assert overlay_run(sh, {}, look).stdout.startswith("# demo\n")
+    (project / "README.md.tmp").write_text("# saved\n")
+    os.rename(project / "README.md.tmp", project / "README.md")  # an editor's save
+    (project / "docs/new.txt").write_text("fresh\n")
+    assert overlay_run(sh, {}, look).stdout == "# saved\nfresh\nguide.txt\nnew.txt\n"
+
+
+def test_a_run_killed_at_its_timeout_leaves_nothing_for_the_next(own) -> None:
+    project, sh = own
+    killed = overlay_run(sh, {}, "echo half > half.txt; sleep 60", timeout=1)
+    assert killed.timed_out and RelPath("half.txt") in killed.written
+    assert view_mounts(project) == []  # given up: processes being killed may still write
+    later = overlay_run(sh, absorbed({}, killed.written), "cat half.txt")
+    assert later.stdout == "half\n" and later.written == {}
+
+
+def test_closing_the_shadow_unmounts_its_views(tmp_path: Path) -> None:
+    from shadowkernel.overlay.shadow import Shadow
+
+    project = make_project(tmp_path / "project")
+    with Shadow(project) as sh:
+        overlay_run(sh, {}, "echo a > a.txt")
+        overlay_run(sh, {}, "echo b > b.txt")
+        kept = view_mounts(project)
+        assert len(kept) == 2
+    assert view_mounts(project) == []
+    assert not any(os.path.exists(os.path.dirname(m)) for m in kept)
+
+
+def test_views_of_a_killed_process_are_cleared(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "project")
+    code = (
+        "import os, signal, sys\n"
+        "from shadowkernel.overlay.shadow import Shadow\n"
+        "from shadowkernel.run import run_in_shadow\n"
+        "sh = Shadow(sys.argv[1])\n"
+        "print(run_in_shadow(sh, {}, 'true', mode='overlayfs').exit_code, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code, str(project)], capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+    assert child.stdout == "0\n" and child.returncode == -9, child.stderr
+    [left] = view_mounts(project)
+    assert views.clear_stale(scratch_parent()) == [os.path.dirname(left)]
+    assert view_mounts(project) == [] and not os.path.exists(os.path.dirname(left))
+    mounts.clear_stale()  # the child's FUSE mount, too

@@ -2,9 +2,10 @@
 
 Two ways to show the view, chosen per run (`mode`):
 
-- "overlayfs" (heavy runs, near native speed): kernel overlayfs at the user's own path in a
-  private mount namespace, lower = the user's folder, upper = `write_upper(manifest)` in a
-  private scratch directory; afterwards `read_upper` harvests what the run wrote. Needs root
+- "overlayfs" (heavy runs, near native speed): a kernel overlayfs view (lower = the user's
+  folder, upper = `write_upper(manifest)` in a private scratch directory), bound over the
+  user's own path in a private mount namespace; afterwards `read_upper` harvests what the run
+  wrote. Views stay mounted between runs so their caches stay warm (`views.py`). Needs root
   (the upper holds trusted.* xattrs and whiteout devices).
 - "fuse": the shadow's live FUSE mount, bound over the user's own path in a private mount
   namespace; the manifest is activated first and the run's writes collected after. The
@@ -23,7 +24,6 @@ with `sys.executable` otherwise.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -35,12 +35,13 @@ from dataclasses import dataclass
 
 from ..errors import RunError
 from ..overlay.store import Manifest, Override, freeze
-from ..overlay.upper import mount_options, read_upper, write_upper
+from ..overlay.upper import apply_delta, read_upper
 from ..paths import ROOT, RelPath, rel
 from .cgroup import PidsCgroup, pids_hierarchy
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
 from .sandbox import Plan, command_line, machine, offline_netns
+from .views import View, views_of
 
 MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
@@ -53,7 +54,7 @@ class _View:
     mode: str
     root: str  # the path the run sees the view at
     mount: tuple[str, ...]
-    scratch: str | None = None  # overlayfs: holds upper/ and work/
+    overlay: View | None = None  # overlayfs: the kept view the run binds
 
 
 def run_in_shadow(
@@ -70,15 +71,18 @@ def run_in_shadow(
     manifest = freeze(manifest)
     workdir, notes = rel(cwd), []
     view = _prepare(shadow, manifest, _choose(mode, network, shadow, notes))
+    after = None  # the manifest the overlay view shows after the run, if it can be kept
     try:
         argv = _argv(command, python, shadow.source, view.root)
         plan = _plan(view, argv, workdir, network)
         outcome, cgroup_notes = _execute(plan, env, timeout, output_cap, max_processes, cancel)
         notes += cgroup_notes
         written = _harvest(shadow, manifest, view)
+        if not (outcome.timed_out or outcome.cancelled or cgroup_notes):
+            after = apply_delta(manifest, written)  # else something may still write to it
     finally:
-        if view.scratch:
-            shutil.rmtree(view.scratch, ignore_errors=True)
+        if view.overlay:
+            views_of(shadow, scratch_parent()).release(view.overlay, after)
     return _result(argv, outcome, written, view, network, notes,
                    setup=time.monotonic() - start - outcome.duration)  # fmt: skip
 
@@ -134,26 +138,13 @@ def scratch_parent() -> str:
 
 def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
     if mode == "overlayfs":
-        scratch = tempfile.mkdtemp(prefix="shadowkernel-run-", dir=scratch_parent())
-        try:
-            return _overlay_view(shadow.source, manifest, scratch)
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
+        overlay = views_of(shadow, scratch_parent()).acquire(manifest)
+        return _View("overlayfs", shadow.source, ("mount", "--bind", overlay.mnt, shadow.source),
+                     overlay)  # fmt: skip
     shadow.activate(manifest)  # exactly the manifest: drops writes not collected since
     if mode == "fuse":
         return _View("fuse", shadow.source, ("mount", "--bind", shadow.mountpoint, shadow.source))
     return _View("fuse-at-mountpoint", shadow.mountpoint, ())
-
-
-def _overlay_view(source: str, manifest: Manifest, scratch: str) -> _View:
-    upper, work = os.path.join(scratch, "upper"), os.path.join(scratch, "work")
-    os.mkdir(upper)
-    os.mkdir(work)
-    write_upper(manifest, source, upper, redirects=True)
-    options = mount_options(source, upper, work, redirects=True)
-    return _View("overlayfs", source, ("mount", "-t", "overlay", "overlay", "-o", options,
-                                       source), scratch)  # fmt: skip
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -229,11 +220,10 @@ def _execute(plan: Plan, env: Mapping[str, str] | None, timeout: float, cap: int
 
 
 def _harvest(shadow, manifest: Manifest, view: _View) -> dict[RelPath, Override | None]:
-    if view.scratch is None:
+    if view.overlay is None:
         return shadow.collect()
-    upper = os.path.join(view.scratch, "upper")
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(os.path.join(view.scratch, "work"))  # overlayfs' own bookkeeping
+    # The upper also holds what earlier runs on the view wrote: `manifest` holds that too.
+    upper = os.path.join(view.overlay.scratch, "upper")
     return read_upper(upper, shadow.source, manifest, shadow.store)
 
 

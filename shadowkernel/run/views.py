@@ -1,0 +1,210 @@
+"""Overlayfs views kept mounted between runs, so each run starts with warm caches.
+
+A fresh overlayfs mount starts with empty dentry and inode caches, and filling them costs the
+first pass over a tree 10-20% (measured here: reading every file of a 6,500-file workspace,
+320 ms in a fresh mount, 284 ms in a kept one, 267 ms natively; `find .` 31, 27 and 22 ms).
+So each Shadow keeps a few views mounted in the host's mount namespace, below a 0700 scratch
+directory, and a run binds one over the user's path in its own namespace (a bind is cheap).
+
+A view is reused only for the manifest it holds: the one it was built from plus what the runs
+on it wrote (harvested back into the branch, so the branch's next manifest is that one). Any
+other manifest gets a view of its own; an upper layer is never changed under a live mount
+(overlayfs leaves that undefined). A run that timed out or was cancelled gives its view up.
+
+Overlayfs does not notice names changing in its lower layer, so every kept view is dropped
+when a name changes in the user's folder (`watch.FolderWatch`); where that cannot be watched,
+no view is kept. Views are unmounted when their Shadow closes, and views left by a process
+that died are cleared when the next Views starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+from ..errors import RunError
+from ..overlay.lower import Lower
+from ..overlay.store import Manifest, Whiteout, changed_paths
+from ..overlay.upper import mount_options, natural, write_upper
+from .watch import FolderWatch
+
+KEEP = 4  # idle views per Shadow: a few branches can alternate on one lane
+PREFIX = "shadowkernel-view-"
+MNT_DETACH = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(eq=False)
+class View:
+    scratch: str  # holds upper/, work/ and mnt/ (the overlay's mount point)
+    manifest: Manifest  # what the view shows
+    generation: int  # the folder's generation it was built in
+
+    @property
+    def mnt(self) -> str:
+        return os.path.join(self.scratch, "mnt")
+
+
+@dataclass(eq=False)
+class Views:
+    """The views kept for one folder (one per Shadow: a view is used by one run at a time)."""
+
+    source: str
+    scratch_parent: str
+    idle: list[View] = field(default_factory=list)  # most recently used first
+    generation: int = 0  # bumped whenever a name changes in the folder
+    closed: bool = False
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()
+        clear_stale(self.scratch_parent)
+        try:
+            self.watch: FolderWatch | None = FolderWatch(self.source)
+        except OSError:
+            self.watch = None  # views are then built per run, as without this module
+
+    def acquire(self, manifest: Manifest) -> View:
+        """A mounted view showing `manifest`, for one run; give it back with `release`."""
+        with self.lock:
+            self._notice_changes()
+            lower = Lower(self.source)
+            for view in self.idle:
+                if equivalent(view.manifest, manifest, lower):
+                    self.idle.remove(view)
+                    return view
+            generation = self.generation
+        return self._build(manifest, generation)
+
+    def release(self, view: View, manifest: Manifest | None) -> None:
+        """Keep `view`, which now shows `manifest`, for later runs (None: drop it)."""
+        with self.lock:
+            self._notice_changes()
+            if manifest is None or self.closed or view.generation != self.generation:
+                dropped = [view]
+            else:
+                view.manifest = manifest
+                self.idle.insert(0, view)
+                dropped, self.idle[KEEP:] = self.idle[KEEP:], []
+        for old in dropped:
+            destroy(old.scratch)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            dropped, self.idle = self.idle, []
+            if self.watch is not None:
+                self.watch.close()
+                self.watch = None
+        for view in dropped:
+            destroy(view.scratch)
+
+    def _notice_changes(self) -> None:
+        # Unwatched, every call is a change: no view outlives its run.
+        if self.watch is None or self.watch.changed():
+            self.generation += 1
+            dropped, self.idle = self.idle, []
+            for view in dropped:
+                destroy(view.scratch)
+
+    def _build(self, manifest: Manifest, generation: int) -> View:
+        scratch = tempfile.mkdtemp(prefix=f"{PREFIX}{_tag(os.getpid())}-", dir=self.scratch_parent)
+        try:
+            for part in ("upper", "work", "mnt"):
+                os.mkdir(os.path.join(scratch, part))
+            upper, work = os.path.join(scratch, "upper"), os.path.join(scratch, "work")
+            write_upper(manifest, self.source, upper, redirects=True)
+            _mount(mount_options(self.source, upper, work, redirects=True),
+                   os.path.join(scratch, "mnt"))  # fmt: skip
+        except BaseException:
+            destroy(scratch)
+            raise
+        return View(scratch, manifest, generation)
+
+
+def equivalent(held: Manifest, wanted: Manifest, lower: Lower) -> bool:
+    """Whether a view of `held` shows `wanted`. They may differ by whiteouts where nothing
+    shows anyway: a run that deletes a file only it made reports "gone" (None), which the
+    branch keeps as a whiteout."""
+    if held is wanted or held == wanted:
+        return True
+    for path in changed_paths(held, wanted):
+        pair = (held.get(path), wanted.get(path))
+        if not all(o is None or isinstance(o, Whiteout) for o in pair):
+            return False
+        source = natural(wanted, path)
+        if source is not None and lower.lstat(source) is not None:
+            return False
+    return True
+
+
+# -- one per Shadow -----------------------------------------------------------------------------
+
+_views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_views_lock = threading.Lock()
+
+
+def views_of(shadow, scratch_parent: str) -> Views:
+    """The Views of `shadow`, made on first use and closed with it."""
+    with _views_lock:
+        views = _views.get(shadow)
+        if views is None or views.closed:
+            views = _views[shadow] = Views(shadow.source, scratch_parent)
+            shadow.on_close(views.close)
+        return views
+
+
+@atexit.register
+def _close_all() -> None:
+    """Mounts outlive the process: unmount views of shadows nobody closed."""
+    for views in list(_views.values()):
+        views.close()
+
+
+# -- mounts and leftovers -----------------------------------------------------------------------
+
+
+def _mount(options: str, target: str) -> None:
+    if _libc.mount(b"overlay", os.fsencode(target), b"overlay", 0, options.encode()) != 0:
+        code = ctypes.get_errno()
+        raise RunError(f"mounting the overlay view at {target} failed: {os.strerror(code)}")
+
+
+def destroy(scratch: str) -> None:
+    """Detach a view (runs still holding it keep it until they end) and remove its layers."""
+    _libc.umount2(os.fsencode(os.path.join(scratch, "mnt")), MNT_DETACH)  # EINVAL: not mounted
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def clear_stale(scratch_parent: str) -> list[str]:
+    """Destroy views whose process is gone (it was killed before it could); returns them."""
+    stale = []
+    with contextlib.suppress(OSError), os.scandir(scratch_parent) as entries:
+        for entry in entries:
+            if entry.name.startswith(PREFIX) and not _owner_alive(entry.name[len(PREFIX) :]):
+                destroy(entry.path)
+                stale.append(entry.path)
+    return stale
+
+
+def _tag(pid: int) -> str | None:
+    """pid.starttime: names a process, unlike a pid alone, which the kernel reuses."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return f"{pid}.{int(fields[19])}"
+
+
+def _owner_alive(rest: str) -> bool:
+    tag = rest.rsplit("-", 1)[0]
+    pid = tag.split(".", 1)[0]
+    return pid.isdigit() and _tag(int(pid)) == tag
