@@ -207,7 +207,11 @@ class Shadow:
         return value
 
     def _died(self) -> OverlayError:
-        code = self._process.poll() if self._process else None
+        code = None
+        if self._process is not None:
+            # The control socket closes a moment before the dead process can be reaped.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self._process.wait(timeout=1)
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         self._stop()
         return OverlayError(
