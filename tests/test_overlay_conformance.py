@@ -373,8 +373,11 @@ DIFFERENCES = {
 # -- the runner -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def both_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[object, object]]:
+# The overlay serves the kernel two ways: without open calls (the patched pyfuse3 that
+# .ci/setup builds) and with them (stock pyfuse3; forced here by SHADOWKERNEL_FUSE_OPEN).
+@pytest.fixture(scope="module", params=["no-open", "open-calls"])
+def both_results(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[object, object]]:  # fmt: skip
     from overlay_helpers import make_project
 
     from shadowkernel.overlay.shadow import Shadow
@@ -383,8 +386,11 @@ def both_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ob
     for name, fn in SCENARIOS.items():
         project = make_project(tmp_path_factory.mktemp(name) / "project")
         before = snapshot(project)
-        with Shadow(project) as shadow:
-            ours = fn(Path(shadow.mountpoint))
+        with pytest.MonkeyPatch.context() as env:
+            if request.param == "open-calls":
+                env.setenv("SHADOWKERNEL_FUSE_OPEN", "1")
+            with Shadow(project) as shadow:
+                ours = fn(Path(shadow.mountpoint))
         with kernel_overlay(project) as mnt:
             reference = fn(mnt)
         assert snapshot(project) == before, f"{name} changed the user's folder"

@@ -141,19 +141,11 @@ def ino_of(tree: Tree, path: str) -> int:
 
 
 def read(tree: Tree, path: str) -> bytes:
-    fh, _ = tree.open(ino_of(tree, path))
-    try:
-        return tree.read(fh, 0, 1 << 20)
-    finally:
-        tree.release(fh)
+    return tree.read(ino_of(tree, path), 0, 1 << 20)
 
 
 def names(tree: Tree, path: str) -> list[str]:
-    fh = tree.opendir(ino_of(tree, path) if path else ROOT_INO)
-    try:
-        return sorted(name for _, name, _, _ in tree.readdir(fh, 0))
-    finally:
-        tree.releasedir(fh)
+    return sorted(name for _, name, _, _ in tree.readdir(ino_of(tree, path) if path else ROOT_INO, 0))
 
 
 def test_renaming_a_directory_records_it_without_copying(tree: Tree, project: Path) -> None:
@@ -170,9 +162,7 @@ def test_renaming_a_directory_records_it_without_copying(tree: Tree, project: Pa
 
 def test_writes_copy_up_and_collect_reports_them(tree: Tree) -> None:
     ino = ino_of(tree, "pkg/mod.py")
-    fh, _ = tree.open(ino)
-    tree.write(fh, 0, b"DEF")
-    tree.release(fh)
+    tree.write(ino, 0, b"DEF")
     assert read(tree, "pkg/mod.py").startswith(b"DEF add")
     tree.unlink(ino_of(tree, "docs"), "guide.txt")
     delta = tree.collect()
@@ -181,13 +171,11 @@ def test_writes_copy_up_and_collect_reports_them(tree: Tree) -> None:
 
 
 def test_an_unlinked_open_file_keeps_its_content(tree: Tree) -> None:
-    ino = ino_of(tree, "README.md")
-    fh, _ = tree.open(ino)
+    ino = ino_of(tree, "README.md")  # the kernel's lookup reference stands for the open file
     tree.unlink(ROOT_INO, "README.md")
-    assert tree.read(fh, 0, 100) == b"# demo\n"
-    tree.write(fh, 0, b"!")
+    assert tree.read(ino, 0, 100) == b"# demo\n"
+    tree.write(ino, 0, b"!")
     assert tree.getattr(ino).size == 7
-    tree.release(fh)
     tree.forget(ino, 1)
     assert ino not in tree.orphans
     with pytest.raises(OSError) as caught:

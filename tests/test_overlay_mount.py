@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -365,15 +366,44 @@ def test_file_modes_and_exec_bits_show_through(shadow: Shadow) -> None:
     assert out.stdout == "hi\n"
 
 
-def test_edits_the_user_makes_meanwhile_show_on_the_next_open(
-    shadow: Shadow, project: Path
-) -> None:
+def eventually(check: Callable[[], bool], seconds: float = 5.0) -> bool:
+    """The overlay learns of the user's edits through inotify: within milliseconds."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_edits_the_user_makes_meanwhile_show_at_once(shadow: Shadow, project: Path) -> None:
     mod = Path(shadow.mountpoint) / "docs/guide.txt"
     assert mod.read_text() == "guide\n"  # now cached by the kernel: attributes and pages
     for saved in ["GUIDE\n", "a longer guide\n", "g\n"]:  # same size, longer, shorter
         (project / "docs/guide.txt").write_text(saved)  # the user's editor saves
-        assert mod.read_text() == saved
+        assert eventually(lambda: mod.read_text() == saved)  # noqa: B023
         assert mod.stat().st_size == len(saved)
+    saved = project / "docs/guide.txt.tmp"  # an editor that saves by rename: a new inode
+    saved.write_text("renamed into place\n")
+    saved.rename(project / "docs/guide.txt")
+    assert eventually(lambda: mod.read_text() == "renamed into place\n")
+
+
+def test_files_the_user_creates_and_deletes_show_at_once(shadow: Shadow, project: Path) -> None:
+    docs = Path(shadow.mountpoint) / "docs"
+    assert sorted(os.listdir(docs)) == ["guide.txt"]  # the listing is cached now
+    assert not (docs / "new.txt").exists()  # and so is the miss
+    (project / "docs/new.txt").write_text("new\n")
+    assert eventually(lambda: (docs / "new.txt").exists())
+    assert sorted(os.listdir(docs)) == ["guide.txt", "new.txt"]
+    (project / "docs/new.txt").unlink()
+    assert eventually(lambda: not (docs / "new.txt").exists())
+    assert sorted(os.listdir(docs)) == ["guide.txt"]
+    (project / "docs/sub").mkdir()  # a directory made later is watched too
+    assert eventually(lambda: (docs / "sub").is_dir())
+    assert os.listdir(docs / "sub") == []
+    (project / "docs/sub/inner.txt").write_text("inner\n")
+    assert eventually(lambda: os.listdir(docs / "sub") == ["inner.txt"])
 
 
 def test_a_name_cached_as_missing_appears_when_a_switch_brings_it(shadow: Shadow) -> None:

@@ -49,6 +49,13 @@ class Lower:
     def open(self, path: RelPath) -> int:
         return os.open(self.path(path), _READ_FLAGS)
 
+    def pread(self, path: RelPath, size: int, offset: int) -> bytes:
+        fd = self.open(path)
+        try:
+            return os.pread(fd, size, offset)
+        finally:
+            os.close(fd)
+
     def read(self, path: RelPath) -> bytes:
         fd = self.open(path)
         try:

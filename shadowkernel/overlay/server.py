@@ -27,6 +27,7 @@ from .fuse import ShadowOperations
 from .lower import Lower
 from .store import Blob, BlobStore, freeze
 from .tree import Invalidation, Tree
+from .watch import LowerWatch
 
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -99,6 +100,15 @@ def invalidate(invalidation: Invalidation) -> None:
             pyfuse3.invalidate_inode(ino)
 
 
+async def follow_user_edits(watch: LowerWatch, tree: Tree) -> None:
+    """Make the kernel forget what the user changes in their folder, as they change it."""
+    while True:
+        await trio.lowlevel.wait_readable(watch.fileno())
+        changes = watch.changes()
+        if changes:
+            await trio.to_thread.run_sync(invalidate, tree.lower_changed(changes))
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -144,7 +154,7 @@ async def _exactly(sock: trio.socket.SocketType, size: int) -> bytes:
     return b"".join(chunks)
 
 
-async def run(control: Control, control_fd: int) -> None:
+async def run(control: Control, control_fd: int, watch: LowerWatch) -> None:
     sock = trio.socket.from_stdlib_socket(socket.socket(fileno=control_fd))
     await _send_all(sock, channel.encode(("ready", os.getpid())))
     async with trio.open_nursery() as nursery:
@@ -162,6 +172,7 @@ async def run(control: Control, control_fd: int) -> None:
                     return
 
         nursery.start_soon(control_then_stop)
+        nursery.start_soon(follow_user_edits, watch, control.tree)
         nursery.start_soon(stop_on_signal)
 
 
@@ -179,14 +190,19 @@ def main(argv: list[str] | None = None) -> None:
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
     die_with_parent()
-    tree = Tree(
-        Lower(args.source), BlobStore(args.budget, args.spill), args.alias or args.mountpoint
-    )
-    pyfuse3.init(ShadowOperations(tree), args.mountpoint, mount_options())
+    lower = Lower(args.source)
+    watch = LowerWatch(lower.root)
+    tree = Tree(lower, BlobStore(args.budget, args.spill), args.alias or args.mountpoint,
+                watch=watch.watch)  # fmt: skip
+    # SHADOWKERNEL_FUSE_OPEN=1 keeps open/release calls even with the patched pyfuse3: the
+    # tests run the conformance battery that way too, as stock pyfuse3 would serve it.
+    no_open = False if os.environ.get("SHADOWKERNEL_FUSE_OPEN") == "1" else None
+    pyfuse3.init(ShadowOperations(tree, no_open), args.mountpoint, mount_options())
     try:
-        trio.run(run, Control(tree, args.budget), args.control)
+        trio.run(run, Control(tree, args.budget), args.control, watch)
     finally:
         pyfuse3.close(unmount=True)
+        watch.close()
 
 
 if __name__ == "__main__":

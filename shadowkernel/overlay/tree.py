@@ -7,7 +7,10 @@ through `Lower`, and every change lands in `entries` (the live override layer).
 Inodes are keyed to paths and stay stable while a path keeps its state, so tools that
 record st_ino (git) keep their caches. A node that loses its path (unlink, replacement
 by rename, or a branch switch that changes it) becomes an *orphan*: it keeps a snapshot
-of its state for open handles and for the kernel until the kernel forgets it.
+of its state until the kernel forgets it (an open file keeps the kernel's reference).
+
+Files and directories are read and written by inode, never through per-open handles: with
+the patched pyfuse3 the kernel stops sending open and release altogether (see fuse.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import os
 import stat
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from ..paths import ROOT, RelPath, is_within, join, parent, rebase
@@ -61,13 +64,6 @@ class Stat:
     ctime_ns: int = 0
 
 
-@dataclass(slots=True)
-class Handle:
-    ino: int
-    source: RelPath | None  # the lower file, while the content comes from the user's folder
-    fd: int | None = None  # opened on the first read the kernel's page cache cannot serve
-
-
 @dataclass(frozen=True)
 class Invalidation:
     """What the kernel must forget after a switch: entries by (parent inode, name), inodes."""
@@ -78,8 +74,12 @@ class Invalidation:
 
 
 class Tree:
-    def __init__(self, lower: Lower, store: BlobStore, alias: str | None = None) -> None:
+    def __init__(
+        self, lower: Lower, store: BlobStore, alias: str | None = None,
+        watch: Callable[[RelPath], None] = lambda directory: None,
+    ) -> None:  # fmt: skip
         self.lower = lower
+        self.watch = watch  # told of every directory the kernel looks into
         self.alias = alias or lower.root  # where the shadow appears to programs
         self.store = store
         root = os.stat(lower.root)
@@ -92,14 +92,9 @@ class Tree:
         self.path_of: dict[int, RelPath] = {ROOT_INO: ROOT}
         self.orphans: dict[int, Override] = {}
         self.lookups: Counter[int] = Counter()
-        self.handles: dict[int, Handle] = {}
-        self.dirs: dict[int, list[tuple[str, int, Stat]]] = {}
+        self.listings: dict[int, list[tuple[str, int, Stat]]] = {}  # directories being read
         self._inos = itertools.count(ROOT_INO + 1)
-        self._fhs = itertools.count(1)
         self._spill_fds: dict[str, int] = {}
-        # (size, mtime) of user-folder files as last told to the kernel, to notice edits the
-        # user makes while the shadow is mounted (the kernel caches attributes for minutes).
-        self.told: dict[int, tuple[int, int]] = {}
 
     # -- switching and collecting ----------------------------------------------------------
 
@@ -113,7 +108,7 @@ class Tree:
                 entries.append((parent_ino, path.rsplit("/", 1)[-1]))
                 inodes.append(parent_ino)
             # Detached nodes need no invalidation: once their entries are gone only open
-            # handles reach them, and those keep the state they opened (see _detach).
+            # files reach them, and those keep the state they opened (see _detach).
             self._detach(path)
         self.base = manifest
         self.entries = dict(manifest)
@@ -129,6 +124,21 @@ class Tree:
             override = self.entries.get(path)
             delta[path] = None if override is None else self._frozen(override)
         return delta
+
+    def lower_changed(self, changes: Iterable[tuple[RelPath, bool]]) -> Invalidation:
+        """What the kernel must forget after the user changed their folder: for each
+        (path, listing_changed), the path's node, and if the name appeared or vanished, the
+        parent's entry for it and the parent's cached listing."""
+        entries, inodes = [], []
+        for path, listing_changed in changes:
+            if path in self.ino_of:
+                inodes.append(self.ino_of[path])
+            parent_ino = self.ino_of.get(parent(path))
+            if listing_changed and path and parent_ino is not None:
+                entries.append((parent_ino, path.rsplit("/", 1)[-1]))
+                inodes.append(parent_ino)
+        return Invalidation(tuple(dict.fromkeys(entries)), tuple(dict.fromkeys(inodes)),
+                            len(entries))  # fmt: skip
 
     def _frozen(self, override: Override) -> Override:
         if isinstance(override, File) and isinstance(override.blob, Buffer):
@@ -146,6 +156,7 @@ class Tree:
 
     def lookup(self, parent_ino: int, name: str) -> tuple[int, Stat]:
         path = self._dir_path(parent_ino)
+        self.watch(path)
         if name == "..":
             path = parent(path)
         elif name != ".":
@@ -155,7 +166,6 @@ class Tree:
             raise fail(errno.ENOENT)
         ino = self._ino(path)
         self.lookups[ino] += 1
-        self.told[ino] = (st.size, st.mtime_ns)
         return ino, st
 
     def forget(self, ino: int, count: int) -> None:
@@ -164,8 +174,8 @@ class Tree:
             self.lookups[ino] = left
             return
         del self.lookups[ino]
-        self.told.pop(ino, None)
-        self._drop_if_unused(ino)
+        self.orphans.pop(ino, None)
+        self.listings.pop(ino, None)
 
     def getattr(self, ino: int) -> Stat:
         path, override = self._node(ino)
@@ -174,7 +184,6 @@ class Tree:
             st = self._stat_path(path)
         if st is None:
             raise fail(errno.ENOENT)
-        self.told[ino] = (st.size, st.mtime_ns)
         return st
 
     def setattr(self, ino: int, size: int | None, mode: int | None, mtime_ns: int | None) -> Stat:
@@ -224,21 +233,21 @@ class Tree:
 
     # -- directories -----------------------------------------------------------------------
 
-    def opendir(self, ino: int) -> int:
-        path = self._dir_path(ino)
-        listing = [(name, self._ino(join(path, name)), st) for name, st in self._list(path)]
-        self.told.update((ino, (st.size, st.mtime_ns)) for _, ino, st in listing)
-        fh = next(self._fhs)
-        self.dirs[fh] = listing
-        return fh
+    def readdir(self, ino: int, start: int) -> Iterator[tuple[int, str, int, Stat]]:
+        """(next offset, name, inode, attributes) from `start`; the caller counts lookups.
 
-    def readdir(self, fh: int, start: int) -> Iterator[tuple[int, str, int, Stat]]:
-        """(next offset, name, inode, attributes) from `start`; the caller counts lookups."""
-        for offset, (name, ino, st) in enumerate(self.dirs[fh][start:], start + 1):
-            yield offset, name, ino, st
-
-    def releasedir(self, fh: int) -> None:
-        self.dirs.pop(fh, None)
+        A listing is taken when a read starts at offset 0 and served from there, so one
+        read of a directory sees one state; it is dropped when the read passes its end."""
+        listing = self.listings.get(ino) if start else None
+        if listing is None:
+            path = self._dir_path(ino)
+            self.watch(path)
+            listing = [(name, self._ino(join(path, name)), st) for name, st in self._list(path)]
+            self.listings[ino] = listing
+        if start >= len(listing):
+            self.listings.pop(ino, None)
+        for offset, (name, entry_ino, st) in enumerate(listing[start:], start + 1):
+            yield offset, name, entry_ino, st
 
     def mkdir(self, parent_ino: int, name: str, mode: int) -> tuple[int, Stat]:
         path = self._new_path(parent_ino, name)
@@ -258,12 +267,11 @@ class Tree:
 
     # -- files -----------------------------------------------------------------------------
 
-    def create(self, parent_ino: int, name: str, mode: int) -> tuple[int, int, Stat]:
+    def create(self, parent_ino: int, name: str, mode: int) -> tuple[int, Stat]:
         path = self._new_path(parent_ino, name)
         buffer = Buffer(self.store)
         self._set(path, File(blob=buffer, mode=stat.S_IMODE(mode), mtime_ns=time.time_ns()))  # type: ignore[arg-type]
-        ino, st = self.lookup(parent_ino, name)
-        return self._open_handle(ino, None), ino, st
+        return self.lookup(parent_ino, name)
 
     def symlink(self, parent_ino: int, name: str, target: bytes) -> tuple[int, Stat]:
         path = self._new_path(parent_ino, name)
@@ -279,54 +287,35 @@ class Tree:
             raise fail(errno.EISDIR)
         self._remove(path)
 
-    def open(self, ino: int, truncate: bool = False) -> tuple[int, bool]:
-        """A handle for `ino`, and whether the kernel's cached pages and attributes still hold.
-
-        They don't when the user changed the file in their folder since the kernel was last
-        told its size and mtime. libfuse negotiates atomic O_TRUNC, so truncation arrives
-        here, not as a setattr.
-        """
+    def open(self, ino: int, truncate: bool = False) -> None:
+        """Check that `ino` can be read (only without the no-open patch: the kernel asks)."""
         if truncate:
             self._writable(ino, keep=False).truncate(0)
             self._touch(ino)
         path, override = self._node(ino)
         if isinstance(override, File) and override.blob is not None:
-            return self._open_handle(ino, None), True
-        source = self._content_source(path, override)
-        if source is None:
+            return
+        if self._content_source(path, override) is None:
             raise fail(errno.ENOENT)
-        st = self.lower.lstat(source)  # one stat now; the open waits for a read that needs it
-        if st is None:
-            raise fail(errno.ENOENT)
-        now = (st.st_size, st.st_mtime_ns)
-        fresh = self.told.setdefault(ino, now) == now
-        self.told[ino] = now
-        return self._open_handle(ino, source), fresh
 
-    def read(self, fh: int, offset: int, size: int) -> bytes:
-        handle = self.handles[fh]
-        _, override = self._node(handle.ino)
+    def read(self, ino: int, offset: int, size: int) -> bytes:
+        path, override = self._node(ino)
         blob = override.blob if isinstance(override, File) else None
         if blob is None:
-            if handle.fd is None:
-                assert handle.source is not None
-                handle.fd = self.lower.open(handle.source)
-            return os.pread(handle.fd, size, offset)
+            # Opened per read: reads reach us only past the kernel's page cache, and a fresh
+            # open follows an editor that replaced the user's file.
+            source = self._content_source(path, override)
+            if source is None:
+                raise fail(errno.ENOENT)
+            return self.lower.pread(source, size, offset)
         if isinstance(blob, Buffer):
             return blob.read(offset, size)
         return self._read_blob(blob, offset, size)
 
-    def write(self, fh: int, offset: int, data: bytes) -> int:
-        ino = self.handles[fh].ino
+    def write(self, ino: int, offset: int, data: bytes) -> int:
         written = self._writable(ino).write(offset, data)
         self._touch(ino)
         return written
-
-    def release(self, fh: int) -> None:
-        handle = self.handles.pop(fh)
-        if handle.fd is not None:
-            os.close(handle.fd)
-        self._drop_if_unused(handle.ino)
 
     # -- renames ---------------------------------------------------------------------------
 
@@ -406,7 +395,6 @@ class Tree:
             "overrides": len(self.entries),
             "inodes": len(self.ino_of),
             "orphans": len(self.orphans),
-            "handles": len(self.handles),
             "memory_bytes": self.store.in_memory,
         }
 
@@ -549,18 +537,6 @@ class Tree:
         if isinstance(override, File):
             self._put(ino, replace(override, mtime_ns=time.time_ns()))
 
-    def _in_use(self, ino: int) -> bool:
-        return bool(self.lookups[ino]) or any(h.ino == ino for h in self.handles.values())
-
-    def _drop_if_unused(self, ino: int) -> None:
-        if ino in self.orphans and not self._in_use(ino):
-            del self.orphans[ino]
-
-    def _open_handle(self, ino: int, source: RelPath | None) -> int:
-        fh = next(self._fhs)
-        self.handles[fh] = Handle(ino, source)
-        return fh
-
     def _put(self, ino: int, override: Override) -> None:
         path = self.path_of.get(ino)
         if path is None:
@@ -614,7 +590,7 @@ class Tree:
             ino = self.ino_of.pop(rel)
             del self.path_of[ino]
             inos.append(ino)
-            if self._in_use(ino):
+            if self.lookups[ino]:  # the kernel still holds it (an open file does)
                 snapshot = self._snapshot_of(rel)
                 if snapshot is not None:
                     self.orphans[ino] = snapshot
