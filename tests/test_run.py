@@ -28,7 +28,7 @@ from shadowkernel.overlay.store import WHITEOUT, File
 from shadowkernel.overlay.upper import apply_delta
 from shadowkernel.paths import RelPath
 from shadowkernel.run import run_in_shadow, views
-from shadowkernel.run.runner import scratch_parent
+from shadowkernel.run.runner import views_home
 
 pytestmark = [needs_root, needs_fuse]
 
@@ -320,7 +320,7 @@ def view_mounts(project: Path) -> list[str]:
     with open("/proc/self/mountinfo") as f:
         lines = [line.split() for line in f]
     return [fields[4] for fields in lines
-            if views.PREFIX in fields[4] and f"lowerdir={project}," in fields[-1]]  # fmt: skip
+            if fields[4].startswith(views_home()) and f"lowerdir={project}," in fields[-1]]  # fmt: skip
 
 
 def overlay_run(sh, manifest, script: str, **options):
@@ -361,6 +361,16 @@ def test_branches_alternating_on_one_shadow_each_see_only_their_own_state(own) -
             assert sorted(result.written) == ["out", f"out/{name}{turn}"][turn > 0 :]
             state[name] = absorbed(state[name], result.written)
     assert len(view_mounts(project)) == 2  # one each, kept across the turns
+
+
+def test_a_run_cannot_reach_other_views_or_their_upper_layers(own) -> None:
+    project, sh = own
+    secret = f"secret-{uuid.uuid4().hex}"
+    overlay_run(sh, {}, f"echo {secret} > a.txt")  # kept, holding a.txt
+    assert len(view_mounts(project)) == 1
+    snoop = overlay_run(sh, {RelPath("b.txt"): WHITEOUT}, f"ls -A {views_home()} | wc -l; "
+                        f"grep -rl {secret} {os.path.dirname(views_home())} | wc -l")  # fmt: skip
+    assert snoop.stdout.split() == ["0", "0"], snoop.stderr
 
 
 def test_a_changed_manifest_gets_a_view_showing_it(own) -> None:
@@ -420,6 +430,6 @@ def test_views_of_a_killed_process_are_cleared(tmp_path: Path) -> None:
                            text=True, timeout=60)  # fmt: skip
     assert child.stdout == "0\n" and child.returncode == -9, child.stderr
     [left] = view_mounts(project)
-    assert views.clear_stale(scratch_parent()) == [os.path.dirname(left)]
+    assert views.clear_stale(views_home()) == [os.path.dirname(left)]
     assert view_mounts(project) == [] and not os.path.exists(os.path.dirname(left))
     mounts.clear_stale()  # the child's FUSE mount, too

@@ -81,3 +81,9 @@ def test_setup_script_quotes_hostile_paths() -> None:
     echo = cd_line.replace("cd ", "printf '%s\\n' ", 1)
     words = subprocess.run(["sh", "-c", echo], capture_output=True, text=True, check=True)
     assert words.stdout.splitlines() == [odd]
+
+
+def test_kept_views_are_covered_once_the_view_is_bound() -> None:
+    lines = setup_script(plan(hide="/dev/shm/views")).splitlines()
+    bind = lines.index("mount --bind /m /w/src")
+    assert lines[bind + 1] == "mount -t tmpfs -o ro,size=4k shadowkernel-hidden /dev/shm/views"

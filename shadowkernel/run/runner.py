@@ -41,7 +41,7 @@ from .cgroup import PidsCgroup, pids_hierarchy
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
 from .sandbox import Plan, command_line, machine, offline_netns
-from .views import View, views_of
+from .views import HOME, View, views_of
 
 MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
@@ -55,6 +55,7 @@ class _View:
     root: str  # the path the run sees the view at
     mount: tuple[str, ...]
     overlay: View | None = None  # overlayfs: the kept view the run binds
+    hide: str | None = None  # covered in the run's namespace once the view is bound
 
 
 def run_in_shadow(
@@ -82,7 +83,7 @@ def run_in_shadow(
             after = apply_delta(manifest, written)  # else something may still write to it
     finally:
         if view.overlay:
-            views_of(shadow, scratch_parent()).release(view.overlay, after)
+            views_of(shadow, views_home()).release(view.overlay, after)
     return _result(argv, outcome, written, view, network, notes,
                    setup=time.monotonic() - start - outcome.duration)  # fmt: skip
 
@@ -136,11 +137,15 @@ def scratch_parent() -> str:
     return tempfile.gettempdir()
 
 
+def views_home() -> str:
+    return os.path.join(scratch_parent(), HOME)
+
+
 def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
     if mode == "overlayfs":
-        overlay = views_of(shadow, scratch_parent()).acquire(manifest)
+        overlay = views_of(shadow, views_home()).acquire(manifest)
         return _View("overlayfs", shadow.source, ("mount", "--bind", overlay.mnt, shadow.source),
-                     overlay)  # fmt: skip
+                     overlay, hide=views_home())  # fmt: skip
     shadow.activate(manifest)  # exactly the manifest: drops writes not collected since
     if mode == "fuse":
         return _View("fuse", shadow.source, ("mount", "--bind", shadow.mountpoint, shadow.source))
@@ -179,6 +184,7 @@ def _plan(view: _View, argv: list[str], workdir: RelPath, network: bool) -> Plan
         network=network,
         privileged=m.root,
         mount=view.mount,
+        hide=view.hide,
         drop_caps=m.setpriv,
         netns=None if network or view.mode == "fuse-at-mountpoint" else _netns(),
     )

@@ -2,8 +2,9 @@
 
 A run starts as `unshare ... sh -c SCRIPT sh ARGV...`: `unshare` makes a private mount, PID
 (and, without network, network) namespace; the small shell script then joins the run's pids
-cgroup, brings loopback up, mounts the shadow over the user's own path, changes into the
-working directory and runs the command as a child. A shell rather than a Python helper,
+cgroup, brings loopback up, mounts the shadow over the user's own path (and an empty tmpfs over
+the directory of kept overlay views), changes into the working directory and runs the command
+as a child. A shell rather than a Python helper,
 because the whole setup must fit in a few milliseconds (Python alone starts in 15-40 ms),
 and every value reaches it quoted by `shlex.quote`, so no path can inject shell code.
 
@@ -41,6 +42,7 @@ class Plan:
     network: bool
     privileged: bool  # root: no user namespace needed
     mount: tuple[str, ...] = ()  # the mount command that puts the shadow at the user's path
+    hide: str | None = None  # then an empty tmpfs goes over this directory (kept views)
     cgroup_procs: str | None = None  # join this pids cgroup before anything else
     drop_caps: bool = True
     netns: str | None = None  # an existing loopback-only network namespace to join
@@ -70,6 +72,8 @@ def setup_script(plan: Plan) -> str:
         lines.append("ip link set lo up")
     if plan.mount:
         lines.append(shlex.join(plan.mount))
+    if plan.hide:
+        lines.append(f"mount -t tmpfs -o ro,size=4k shadowkernel-hidden {shlex.quote(plan.hide)}")
     lines.append(f"cd {shlex.quote(plan.cwd)}")
     lines.append("set +e")
     # Not `exec`: the shell stays PID 1 so the command's leftovers die when it exits.
