@@ -67,6 +67,7 @@ class Views:
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
+        self.pid = os.getpid()
         os.makedirs(self.home, mode=0o700, exist_ok=True)
         os.chmod(self.home, 0o700)
         clear_stale(self.home)
@@ -167,9 +168,11 @@ def views_of(shadow, home: str) -> Views:
 
 @atexit.register
 def _close_all() -> None:
-    """Mounts outlive the process: unmount views of shadows nobody closed."""
+    """Mounts outlive the process: unmount views of shadows nobody closed (not from a forked
+    child: the views are its parent's)."""
     for views in list(_views.values()):
-        views.close()
+        if views.pid == os.getpid():
+            views.close()
 
 
 # -- mounts and leftovers -----------------------------------------------------------------------
