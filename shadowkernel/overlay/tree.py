@@ -32,14 +32,15 @@ from .store import (
     WHITEOUT,
     Blob,
     BlobStore,
+    Delta,
     Dir,
     File,
     Manifest,
     Override,
     Symlink,
     Whiteout,
-    changed_paths,
     lower_source,
+    patched,
 )
 
 ROOT_INO = 1
@@ -88,6 +89,7 @@ class Tree:
         self.entries: dict[RelPath, Override] = {}
         self.kids: dict[RelPath, set[str]] = {}
         self.tops: Counter[str] = Counter()  # first path component -> overrides below it
+        self.dirty: set[RelPath] = set()  # paths programs changed since the last activation
         self.ino_of: dict[RelPath, int] = {ROOT: ROOT_INO}
         self.path_of: dict[int, RelPath] = {ROOT_INO: ROOT}
         self.orphans: dict[int, Override] = {}
@@ -98,9 +100,13 @@ class Tree:
 
     # -- switching and collecting ----------------------------------------------------------
 
-    def activate(self, manifest: Manifest) -> Invalidation:
-        """Show `manifest` from now on; what programs wrote since the last activation is dropped."""
-        changed = changed_paths(self.entries, manifest)
+    def activate(self, changes: Delta) -> Invalidation:
+        """Show the last activated manifest with `changes` applied; what programs wrote since
+        the last activation is dropped. Costs O(changes + writes), whatever the manifest's size."""
+        manifest = patched(self.base, changes)
+        changed = sorted(
+            p for p in self.dirty.union(changes) if self.entries.get(p) != manifest.get(p)
+        )
         entries, inodes = [], []
         for path in changed:
             parent_ino = self.ino_of.get(parent(path))
@@ -110,18 +116,24 @@ class Tree:
             # Detached nodes need no invalidation: once their entries are gone only open
             # files reach them, and those keep the state they opened (see _detach).
             self._detach(path)
+        for path in changed:
+            override = manifest.get(path)
+            if override is None:
+                self._pop(path)
+            else:
+                self._set(path, override)
         self.base = manifest
-        self.entries = dict(manifest)
-        self.kids = _index(self.entries)
-        self.tops = Counter(_top(p) for p in self.entries)
-        self._open_spills(manifest)
+        self.dirty.clear()
+        self._open_spills(o for o in changes.values() if o is not None)
         return Invalidation(tuple(entries), tuple(dict.fromkeys(inodes)), len(changed))
 
     def collect(self) -> dict[RelPath, Override | None]:
         """What programs changed since activation: path -> frozen override, None = reverted."""
         delta: dict[RelPath, Override | None] = {}
-        for path in changed_paths(self.base, self.entries):
+        for path in sorted(self.dirty):
             override = self.entries.get(path)
+            if override == self.base.get(path):
+                continue
             delta[path] = None if override is None else self._frozen(override)
         return delta
 
@@ -145,9 +157,9 @@ class Tree:
             return replace(override, blob=override.blob.freeze())
         return override
 
-    def _open_spills(self, manifest: Manifest) -> None:
+    def _open_spills(self, overrides: Iterable[Override]) -> None:
         # Keep an fd on every spilled blob in use, so its file can go away under us.
-        for override in manifest.values():
+        for override in overrides:
             blob = override.blob if isinstance(override, File) else None
             if blob is not None and blob.spill and blob.spill not in self._spill_fds:
                 self._spill_fds[blob.spill] = os.open(blob.spill, os.O_RDONLY | os.O_CLOEXEC)
@@ -554,12 +566,14 @@ class Tree:
         if path not in self.entries:
             self.tops[_top(path)] += 1
         self.entries[path] = override
+        self.dirty.add(path)
         if path:
             self.kids.setdefault(parent(path), set()).add(path.rsplit("/", 1)[-1])
 
     def _pop(self, path: RelPath) -> None:
         if self.entries.pop(path, None) is None:
             return
+        self.dirty.add(path)
         top = _top(path)
         self.tops[top] -= 1
         if not self.tops[top]:
@@ -664,10 +678,3 @@ def _stat(st: os.stat_result) -> Stat:
 def _top(path: str) -> str:
     return path.partition("/")[0]
 
-
-def _index(entries: Mapping[RelPath, Override]) -> dict[RelPath, set[str]]:
-    kids: dict[RelPath, set[str]] = {}
-    for path in entries:
-        if path:
-            kids.setdefault(parent(path), set()).add(path.rsplit("/", 1)[-1])
-    return kids
