@@ -24,8 +24,7 @@ import pytest
 from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
 
 from shadowkernel.overlay import mounts
-from shadowkernel.overlay.store import WHITEOUT, File
-from shadowkernel.overlay.upper import apply_delta
+from shadowkernel.overlay.store import WHITEOUT, File, patched
 from shadowkernel.paths import RelPath
 from shadowkernel.run import run_in_shadow, views
 from shadowkernel.run.runner import views_home
@@ -234,7 +233,7 @@ def test_written_files_come_back_and_show_in_later_runs(shadow, project: Path, m
     assert isinstance(written[RelPath("new.txt")], File)
     assert written[RelPath("pkg/sub")] is WHITEOUT and RelPath("pkg/moved") in written
 
-    later = run_in_shadow(shadow, apply_delta({}, written), READ_BACK, mode=later_mode)
+    later = run_in_shadow(shadow, patched({}, written), READ_BACK, mode=later_mode)
     assert later.stdout.split() == ["new", "#", "demo", "more", "artifact",
                                     "__init__.py", "mod.py", "moved", "0", "700"], later.stderr  # fmt: skip
     assert later.written == {}

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 from overlay_helpers import needs_fuse, needs_root
 
-from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File, Symlink
-from shadowkernel.overlay.upper import apply_delta, mount_options, read_upper, write_upper
+from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File, Symlink, patched
+from shadowkernel.overlay.upper import mount_options, read_upper, write_upper
 from shadowkernel.paths import RelPath
 
 pytestmark = [needs_root, needs_fuse]
@@ -229,7 +229,7 @@ def test_views_agree_on_random_manifests(tmp_path: Path, seed: int, redirects: b
         assert overlay_after == fuse_after
 
         delta = read_upper(str(upper), str(source), manifest, shadow.store)
-        harvested = apply_delta(manifest, delta)
+        harvested = patched(manifest, delta)
         shadow.activate(harvested)
         assert unalias(dump(mnt, dir_times=False), mnt, str(source)) == overlay_after
 

@@ -61,17 +61,6 @@ def mount_options(lower: str, upper: str, work: str, redirects: bool = True) -> 
     return f"lowerdir={lower},upperdir={upper},workdir={work}{extra}"
 
 
-def apply_delta(manifest: Manifest, delta: Mapping[RelPath, Override | None]) -> dict:
-    """The manifest a run leaves behind: `manifest` with the run's delta (None: removed)."""
-    out = dict(manifest)
-    for path, override in delta.items():
-        if override is None:
-            out.pop(path, None)
-        else:
-            out[path] = override
-    return out
-
-
 # -- resolution shared by both directions ------------------------------------------------------
 
 

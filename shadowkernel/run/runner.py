@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import RunError
-from ..overlay.store import Manifest, Override, freeze
-from ..overlay.upper import apply_delta, read_upper
+from ..overlay.store import Manifest, Override, freeze, patched
+from ..overlay.upper import read_upper
 from ..paths import ROOT, RelPath, rel
 from .cgroup import PidsCgroup, pids_hierarchy
 from .process import Outcome, run_process
@@ -80,7 +80,7 @@ def run_in_shadow(
         notes += cgroup_notes
         written = _harvest(shadow, manifest, view)
         if not (outcome.timed_out or outcome.cancelled or cgroup_notes):
-            after = apply_delta(manifest, written)  # else something may still write to it
+            after = patched(manifest, written)  # else something may still write to it
     finally:
         if view.overlay:
             views_of(shadow, views_home()).release(view.overlay, after)
