@@ -50,3 +50,17 @@ def test_the_tree_turns_changes_into_exactly_what_the_kernel_must_forget(tmp_pat
     assert edited.inodes == (guide,) and edited.entries == ()
     created = tree.lower_changed([("docs/new.txt", True), ("never/seen.txt", True)])
     assert created.entries == ((docs, "new.txt"),) and created.inodes == (docs,)
+
+
+def test_without_inotify_the_watch_does_nothing_and_says_so(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    def no_instances() -> None:
+        raise OSError(24, "Too many open files")  # fs.inotify.max_user_instances reached
+
+    monkeypatch.setattr("shadowkernel.overlay.watch.INotify", no_instances)
+    watch = LowerWatch(str(make_project(tmp_path / "project")))
+    watch.watch("docs")
+    assert watch.fileno() is None and watch.changes() == [] and watch.watched == {}
+    assert "no inotify" in caplog.text
+    watch.close()

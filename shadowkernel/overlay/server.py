@@ -109,8 +109,9 @@ def invalidate(invalidation: Invalidation) -> None:
 
 async def follow_user_edits(watch: LowerWatch, tree: Tree) -> None:
     """Make the kernel forget what the user changes in their folder, as they change it."""
-    while True:
-        await trio.lowlevel.wait_readable(watch.fileno())
+    fd = watch.fileno()
+    while fd is not None:
+        await trio.lowlevel.wait_readable(fd)
         changes = watch.changes()
         if changes:
             await trio.to_thread.run_sync(invalidate, tree.lower_changed(changes))

@@ -5,7 +5,8 @@ no-open, never asks us again on open), so the overlay watches, with inotify, eve
 directory of the user's folder the kernel has looked into, and makes the kernel forget
 the nodes the user changed. A directory is watched from its first lookup on; past the
 machine's watch limit (fs.inotify.max_user_watches) the rest falls back to the cache
-timeouts, and the log says so once.
+timeouts, and the log says so once; without inotify at all (fs.inotify.max_user_instances
+reached), everything does.
 """
 
 from __future__ import annotations
@@ -31,18 +32,24 @@ MASK = CONTENT | LISTING | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR |
 class LowerWatch:
     def __init__(self, root: str) -> None:
         self.root = root
-        self.inotify = INotify()
         self.paths: dict[int, RelPath] = {}  # watch descriptor -> directory
         self.watched: dict[RelPath, int | None] = {}  # None: cannot be watched
         self.full = False
+        try:
+            self.inotify: INotify | None = INotify()
+        except OSError as exc:
+            self.inotify, self.full = None, True
+            log.warning("no inotify (%s): edits in the user's folder show after the cache "
+                        "timeouts", exc)  # fmt: skip
 
-    def fileno(self) -> int:
-        return self.inotify.fileno()
+    def fileno(self) -> int | None:
+        return None if self.inotify is None else self.inotify.fileno()
 
     def watch(self, directory: RelPath) -> None:
         """Watch `directory` of the user's folder (cheap when it already is)."""
         if directory in self.watched or self.full:
             return
+        assert self.inotify is not None  # else `full`
         try:
             wd = self.inotify.add_watch(os.path.join(self.root, directory), MASK)
         except OSError as exc:
@@ -58,6 +65,8 @@ class LowerWatch:
     def changes(self) -> list[tuple[RelPath, bool]]:
         """(path, listing changed) for every change the kernel reported since the last
         call; a queue overflow reports every watched directory's listing as changed."""
+        if self.inotify is None:
+            return []
         return list(dict.fromkeys(self._changes(self.inotify.read(timeout=0))))
 
     def _changes(self, events: Iterable) -> Iterable[tuple[RelPath, bool]]:
@@ -83,4 +92,5 @@ class LowerWatch:
             self.watched.pop(directory, None)
 
     def close(self) -> None:
-        self.inotify.close()
+        if self.inotify is not None:
+            self.inotify.close()
