@@ -139,9 +139,7 @@ def equivalent(held: Manifest, wanted: Manifest, lower: Lower) -> bool:
     """Whether a view of `held` shows `wanted`. They may differ by whiteouts where nothing
     shows anyway: a run that deletes a file only it made reports "gone" (None), which the
     branch keeps as a whiteout."""
-    if held is wanted or held == wanted:
-        return True
-    for path in changed_paths(held, wanted):
+    for path in changed_paths(held, wanted):  # none when equal; identity is checked first
         pair = (held.get(path), wanted.get(path))
         if not all(o is None or isinstance(o, Whiteout) for o in pair):
             return False
