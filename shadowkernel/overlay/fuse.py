@@ -19,7 +19,7 @@ import errno
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import pyfuse3
@@ -104,7 +104,7 @@ class ShadowOperations(pyfuse3.Operations):
         except FileNotFoundError:
             return _missing()
 
-    async def forget(self, inode_list: list[tuple[int, int]]) -> None:
+    async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for ino, count in inode_list:
             self.tree.forget(ino, count)
 
