@@ -267,10 +267,7 @@ class Tree:
         return self.lookup(parent_ino, name)
 
     def rmdir(self, parent_ino: int, name: str) -> None:
-        path = join(self._dir_path(parent_ino), name)
-        st = self._stat_path(path)
-        if st is None:
-            raise fail(errno.ENOENT)
+        path, st = self._existing(parent_ino, name)
         if not stat.S_ISDIR(st.mode):
             raise fail(errno.ENOTDIR)
         if next(iter(self._list(path)), None) is not None:
@@ -291,10 +288,7 @@ class Tree:
         return self.lookup(parent_ino, name)
 
     def unlink(self, parent_ino: int, name: str) -> None:
-        path = join(self._dir_path(parent_ino), name)
-        st = self._stat_path(path)
-        if st is None:
-            raise fail(errno.ENOENT)
+        path, st = self._existing(parent_ino, name)
         if stat.S_ISDIR(st.mode):
             raise fail(errno.EISDIR)
         self._remove(path)
@@ -334,11 +328,9 @@ class Tree:
     def rename(
         self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int
     ) -> None:
-        old = join(self._dir_path(old_parent), old_name)
+        old, old_st = self._existing(old_parent, old_name)
         new = join(self._dir_path(new_parent), new_name)
-        old_st, new_st = self._stat_path(old), self._stat_path(new)
-        if old_st is None:
-            raise fail(errno.ENOENT)
+        new_st = self._stat_path(new)
         if (
             flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)
             or flags == RENAME_NOREPLACE | RENAME_EXCHANGE
@@ -435,6 +427,14 @@ class Tree:
             self.path_of[ino] = path
         return ino
 
+    def _existing(self, parent_ino: int, name: str) -> tuple[RelPath, Stat]:
+        """The path of an entry that must exist, and its attributes."""
+        path = join(self._dir_path(parent_ino), name)
+        st = self._stat_path(path)
+        if st is None:
+            raise fail(errno.ENOENT)
+        return path, st
+
     def _new_path(self, parent_ino: int, name: str) -> RelPath:
         path = join(self._dir_path(parent_ino), name)
         if self._stat_path(path) is not None:
@@ -476,9 +476,9 @@ class Tree:
         source = self._source(path)
         listing = self.lower.scan(source) if source is not None else []
         own = self.kids.get(path, set())
-        for name, st in listing:
+        for name, lower_st in listing:
             if name not in own:
-                yield name, _stat(st)
+                yield name, _stat(lower_st)
         for name in sorted(own):
             st = self._stat_override(self.entries[join(path, name)])
             if st is not None:
