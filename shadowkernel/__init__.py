@@ -10,6 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    ArgumentError,
+    ClosedError,
     ConflictError,
     NotFound,
     OverlayError,
@@ -46,7 +48,9 @@ _LAZY = {
 
 __all__ = [
     "Accepted",
+    "ArgumentError",
     "Branch",
+    "ClosedError",
     "ConflictError",
     "Diff",
     "Event",

@@ -16,6 +16,18 @@ class ShadowError(Exception):
     errno: int = _errno.EIO
 
 
+class ArgumentError(ShadowError, ValueError):
+    """An argument the public API does not accept; the message names it and what it accepts."""
+
+    errno = _errno.EINVAL
+
+
+class ClosedError(ShadowError):
+    """The workspace was closed or the branch dropped; open or fork a new one."""
+
+    errno = _errno.ESHUTDOWN
+
+
 class PathError(ShadowError, ValueError):
     """A path that is not a plain relative path inside the workspace."""
 

@@ -54,7 +54,7 @@ def test_shadow_status_and_bad_opens(k: Kernel, project: Path) -> None:
     assert "no-such-server" in message
     assert "invalid choice" in k.usage_error("%shadow reopen")
     # The failed opens left the open shadow alone.
-    assert k.value("ws._closed") == "False"
+    assert k.value("ws.closed") == "False"
 
 
 def test_branch_lifecycle(k: Kernel, project: Path) -> None:

@@ -35,7 +35,7 @@ def _open_and_lint(k: Kernel, project: Path) -> dict:
     assert "F401" in k.ok("%lint a inventory/stock.py").data("text/html")[0]
     return ast.literal_eval(
         k.value(
-            "{'mount': ws._shadows[0].mountpoint, 'overlay': ws._shadows[0]._process.pid, "
+            "{'mount': ws.shadows[0].mountpoint, 'overlay': ws.shadows[0]._process.pid, "
             "'servers': [s.pid for s in ws.statistics()['servers'][0].values()]}"
         )
     )

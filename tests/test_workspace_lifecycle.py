@@ -23,7 +23,7 @@ ws = sk.Workspace(sys.argv[1], servers=["ruff"])
 b = ws.branch("a")
 b.write("m.py", "import os\\n")
 assert list(b.lint()["code"]) == ["F401"]
-print(ws._shadows[0].mountpoint, flush=True)
+print(ws.shadows[0].mountpoint, flush=True)
 if sys.argv[2] == "raise":
     raise RuntimeError("the agent script crashed")
 """

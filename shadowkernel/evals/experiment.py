@@ -232,7 +232,7 @@ def _progress(total: int, done: int, agent: Any, enabled: bool) -> Any:
 def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers, workspace,
                store, done, bar) -> list:  # fmt: skip
     if not todo:
-        return list(workspace._scheduler.events) if workspace is not None else []
+        return workspace.events() if workspace is not None else []
     from ..workspace import Workspace
 
     ws = workspace or Workspace(suite.workspace_root, servers=servers, lanes=lanes)
@@ -245,7 +245,7 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
             done[key] = future.result()  # a KeyboardInterrupt in a cell ends the run here
             store.put(key, done[key])
             bar.update(1)
-        return list(ws._scheduler.events)
+        return ws.events()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         if workspace is None:
@@ -268,7 +268,7 @@ class _Worker:
         return run_cell(self.ws, self.agent, self.suite, cell, self.budget, self.timeout)
 
     def events(self) -> list:
-        return list(self.ws._scheduler.events)
+        return self.ws.events()
 
     def close(self) -> None:
         self.ws.close()

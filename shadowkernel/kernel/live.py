@@ -53,7 +53,7 @@ def _refresh(ws: Workspace, handle: Any, shown: int) -> int:
 
 def status_text(ws: Workspace, session: Session | None = None) -> str:
     """One line: what is open, branches, queue, requests served, agents, the last request."""
-    if ws._closed:
+    if ws.closed:
         return "shadow closed"
     stats = ws.statistics()
     events = ws.timeline().events
@@ -67,7 +67,7 @@ def status_text(ws: Workspace, session: Session | None = None) -> str:
         f"{agents} agent(s) running",
     ]
     if last is not None:
-        ago = time.perf_counter() - ws._origin - last.finished
+        ago = time.perf_counter() - ws.origin - last.finished
         parts.append(f"last: {last.branch} v{last.version} {last.op} "
                      f"({last.outcome}) {ago:.1f} s ago")  # fmt: skip
     return " · ".join(parts)

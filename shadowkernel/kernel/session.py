@@ -51,7 +51,7 @@ class Session:
         if ws is None and self.shell is not None:
             found = self.shell.user_ns.get(self.name)
             ws = found if isinstance(found, Workspace) else None
-        if ws is None or ws._closed:
+        if ws is None or ws.closed:
             raise UsageError("no shadow is open: run %shadow open PATH first")
         return ws
 

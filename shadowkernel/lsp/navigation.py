@@ -108,3 +108,18 @@ def _flatten(
             yield Symbol(item.name, lsp.SymbolKind(item.kind).name.lower(), where.path,
                          where.line, where.column, where.end_line, where.end_column,
                          container=item.container_name)  # fmt: skip
+
+
+def workspace_symbols(resolve: Resolver, result: object) -> list[Symbol]:
+    """workspace/symbol results; a WorkspaceSymbol without a range (which would need
+    workspaceSymbol/resolve) is left out."""
+    found = []
+    for item in result or []:  # type: ignore[attr-defined]
+        where = item.location
+        if not isinstance(where, lsp.Location):
+            continue
+        at = location(resolve, where.uri, where.range)
+        found.append(Symbol(item.name, lsp.SymbolKind(item.kind).name.lower(), at.path, at.line,
+                            at.column, at.end_line, at.end_column,
+                            container=item.container_name))  # fmt: skip
+    return found

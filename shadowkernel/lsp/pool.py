@@ -31,7 +31,7 @@ from ..errors import NotFound, PathError, ServerError
 from ..paths import RelPath, rel
 from . import navigation
 from .checkers import run_checker
-from .client import LanguageClient
+from .client import LanguageClient, structure
 from .documents import TextIndex, file_uri_path, matches, uri_to_path
 from .jsonrpc import ServerCrashed
 from .lints import Edit, Fix, Lint, lint_from_diagnostic, sort_key
@@ -274,6 +274,22 @@ class LspPool:
             return navigation.symbols(self._resolver(client), client.uri(target), result)
 
         return await self._first_answer(target, "document_symbol_provider", server, ask)
+
+    async def workspace_symbols(self, query: str) -> list[navigation.Symbol]:
+        """Symbols matching `query` from every server of the pool that offers them."""
+
+        async def ask(client: LanguageClient) -> list[navigation.Symbol]:
+            raw = await client.request("workspace/symbol", {"query": query})
+            return navigation.workspace_symbols(self._resolver(client),
+                                                structure("workspace/symbol", raw))  # fmt: skip
+
+        found: list[navigation.Symbol] = []
+        async with self._lock:
+            self._check_open()
+            for spec in self.specs:
+                if (await self._client(spec)).supports("workspace_symbol_provider"):
+                    found += await self._with_client(spec, ask)
+        return found
 
     async def _at(
         self,

@@ -1,0 +1,17 @@
+"""The public API behind `import shadowkernel`: a `Workspace` over the user's folder and its
+`Branch`es.
+
+One concept per module: `bridge` (callers' threads to the services' event loop), `folder`
+(the user's folder: reads, and accept's atomic writes), `staging` (versions and their
+overrides, pure), `baselints` (the base-lint cache behind the `new` column), `scratch` (what
+runs wrote, and what `keep=True` makes a version), `accept` (the accept plan and three-way
+merges, pure), then `branch` and `workspace`. This layer may import everything below it (the
+scheduler, runs, language servers, the overlay, the text core); nothing below imports it.
+"""
+
+from .accept import Accepted
+from .branch import Branch, Diff, LintTable
+from .staging import Version
+from .workspace import Workspace, open_workspaces
+
+__all__ = ["Accepted", "Branch", "Diff", "LintTable", "Version", "Workspace", "open_workspaces"]

@@ -1,0 +1,52 @@
+"""The bridge between callers' threads and the workspace's event loop.
+
+Shadow services (the scheduler, language-server clients) live on one asyncio loop in a daemon
+thread (DESIGN: process model), so a long notebook cell never stalls an agent's request and an
+agent thread can call the public API synchronously. `call` blocks a caller's thread on a
+coroutine run there; `call_async` awaits it from any loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from ..errors import ShadowError
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """One asyncio loop in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="shadowkernel-loop", daemon=True
+        )
+        self.thread.start()
+
+    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if threading.current_thread() is self.thread:
+            coroutine.close()
+            raise ShadowError("called the synchronous API from the workspace's own loop; "
+                              "use the *_async methods there")  # fmt: skip
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt in the caller: stop waiting on our side too
+            raise
+
+    async def call_async(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if asyncio.get_running_loop() is self.loop:
+            return await coroutine
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self.loop))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        if not self.thread.is_alive():
+            self.loop.close()

@@ -1,0 +1,259 @@
+"""The workspace: the user's folder, its shadow(s), the scheduler, and the branches on top.
+
+    with sk.Workspace("project", servers=["ruff"]) as ws:
+        a = ws.branch("a")
+        a.replace("pkg/mod.py", "return a + b", "return a - b")
+        a.lint(new_only=True)            # LintTable (pandas), 1-based positions
+        a.accept()                       # the only call that writes the user's folder
+
+Only FUSE mode exists so far (no in-memory fallback).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import ArgumentError, ClosedError, PathError
+from ..lsp import LspPool
+from ..lsp.navigation import Symbol
+from ..overlay.shadow import Shadow
+from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
+from ..paths import RelPath
+from ..sched import Event, Lane, Policy, Scheduler, Timeline, View
+from .baselints import BaseLints
+from .branch import Branch, merge_branches
+from .bridge import LoopThread
+from .folder import Folder
+from .staging import digest
+
+log = logging.getLogger(__name__)
+
+FOLDER_VIEW = View(("folder",), EMPTY)  # the user's folder as it is: no overrides
+
+_OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
+
+
+def open_workspaces() -> list[Workspace]:
+    """Every workspace of this process that is not closed yet (the kernel closes them all)."""
+    return list(_OPEN)
+
+
+@atexit.register
+def _close_open_workspaces() -> None:
+    # At exit, while the loop threads still run: a __del__ during interpreter teardown
+    # would wait on a loop thread that is already gone.
+    for workspace in open_workspaces():
+        with contextlib.suppress(Exception):
+            workspace.close()
+
+
+class Workspace:
+    """The user's folder, its shadow(s) and the branches staged on top of it."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        servers: Sequence[Any] = ("ruff",),
+        *,
+        lanes: int = 1,
+        policy: Policy = "round-robin",
+        batch: int = 8,
+        idle_timeout: float = 900,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    ) -> None:
+        self.root = os.path.realpath(path)
+        if not os.path.isdir(self.root):
+            raise PathError(f"path {os.fspath(path)!r} is not a directory")
+        if not isinstance(lanes, int) or lanes < 1:
+            raise ArgumentError(f"lanes={lanes!r}: give at least 1")
+        if isinstance(servers, str):
+            raise ArgumentError(f"servers={servers!r}: give a list of server names, "
+                                f"e.g. [{servers!r}]")  # fmt: skip
+        self.servers = tuple(servers)
+        self.mode = "fuse"
+        self.folder = Folder(self.root)
+        self.store = BlobStore(memory_budget)
+        self.base_lints = BaseLints()
+        self.bridge = LoopThread()
+        self.origin = time.perf_counter()  # the timeline's zero
+        self._shadows: list[Shadow] = []
+        self._branches: dict[str, Branch] = {}
+        self._lock = threading.Lock()
+        self._base_blobs: dict[tuple[RelPath, str], Blob] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
+        try:
+            self._shadows = [Shadow(self.root, store=self.store) for _ in range(lanes)]
+            self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
+        except BaseException:
+            self.close()
+            raise
+        _OPEN.add(self)
+
+    async def _start(self, policy: Policy, batch: int, idle_timeout: float) -> Scheduler:
+        threaded = len(self._shadows) > 1
+        lanes = [
+            Lane(i, shadow, LspPool(shadow.mountpoint, self.servers, idle_timeout), threaded)
+            for i, shadow in enumerate(self._shadows)
+        ]
+        scheduler = Scheduler(lanes, policy, batch, origin=self.origin)
+        scheduler.start()
+        return scheduler
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def shadows(self) -> tuple[Shadow, ...]:
+        """The shadow of each lane (its `mountpoint` is where servers and programs look)."""
+        return tuple(self._shadows)
+
+    # -- branches --------------------------------------------------------------------------
+
+    def branch(self, name: str) -> Branch:
+        """A new branch forked from the user's current files."""
+        if not isinstance(name, str) or not name:
+            raise ArgumentError(f"name={name!r}: give a non-empty string")
+        with self._lock:
+            self.check_open()
+            if name in self._branches:
+                raise ArgumentError(f"branch {name!r} exists; use ws.branches[{name!r}] or "
+                                    "drop() it first")  # fmt: skip
+            branch = Branch(self, name, next(self._ids))
+            self._branches[name] = branch
+        return branch
+
+    @property
+    def branches(self) -> Mapping[str, Branch]:
+        return MappingProxyType(dict(self._branches))
+
+    def _forget(self, branch: Branch) -> None:
+        with self._lock:
+            if self._branches.get(branch.name) is branch:
+                del self._branches[branch.name]
+
+    def merge_check(self, a: Branch, b: Branch, name: str | None = None) -> Branch:
+        """A new branch holding the three-way merge of `a` and `b` over their common base.
+
+        Lint and run it to learn whether two agents' edits work together before either is
+        accepted. Where both changed the same lines, the path is listed in the new branch's
+        `conflicts` and holds `a`'s text. Neither branch, nor the user's folder, is changed.
+        """
+        for arg, branch in (("a", a), ("b", b)):
+            if not isinstance(branch, Branch) or branch.workspace is not self:
+                raise ArgumentError(f"{arg}={branch!r}: give a branch of this workspace")
+        merged = self.branch(name or f"merge-{a.name}-{b.name}")
+        merge_branches(merged, a, b)
+        return merged
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def symbols(self, query: str) -> list[Symbol]:
+        """Workspace symbols matching `query`, as the user's folder shows them."""
+        if not isinstance(query, str):
+            raise ArgumentError(f"query={query!r}: give a string ('' lists what servers offer)")
+
+        async def job(lane: Lane) -> tuple[list[Symbol], str]:
+            await lane.show(FOLDER_VIEW)
+            found = await lane.pool.workspace_symbols(query)
+            return found, f"{len(found)} symbols"
+
+        async def submit() -> list[Symbol]:
+            self.check_open()
+            return await self._scheduler.submit("workspace", 0, "navigation", "symbols", job)  # type: ignore[no-any-return]
+
+        return self.bridge.call(submit())
+
+    async def submit(self, branch: Branch, version: int, kind: Any, op: str, job: Any) -> Any:
+        """Queue a request of `branch` at `version` on the scheduler (from the loop thread)."""
+        self.check_open()
+        return await self._scheduler.submit(branch.name, version, kind, op, job)
+
+    def base_blob(self, path: RelPath, data: bytes) -> Blob:
+        """One blob per (path, base content), shared by branches, so base views match."""
+        key = (path, digest(data))
+        with self._lock:
+            blob = self._base_blobs.get(key)
+            if blob is None:
+                blob = self._base_blobs[key] = self.store.make(data)
+        return blob
+
+    # -- the timeline ------------------------------------------------------------------------
+
+    def events(self) -> list[Event]:
+        """Every request served so far, in the order it finished."""
+        return list(self._scheduler.events)
+
+    def timeline(self, title: str = "shadow timeline") -> Timeline:
+        """Every request served so far, with switch/serve times and per-branch waits."""
+        return Timeline(self.events(), title=title)
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "lanes": len(self._shadows),
+            "queued": len(self._scheduler.queue),
+            "branches": len(self._branches),
+            "base_lints_cached": len(self.base_lints),
+            "servers": [lane.pool.statistics() for lane in self._scheduler.lanes],
+        }
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop servers, unmount the shadows. Nothing is written to the user's folder.
+        What fails on the way is logged (and the rest still closed), never raised."""
+        if self._closed:
+            return
+        self._closed = True
+        _OPEN.discard(self)
+        scheduler = getattr(self, "_scheduler", None)
+        if scheduler is not None:
+            self._attempt("stop the scheduler and servers",
+                          lambda: self.bridge.call(self._shutdown(scheduler)))  # fmt: skip
+        self.bridge.stop()
+        for shadow in self._shadows:
+            self._attempt(f"unmount the shadow at {shadow.mountpoint}", shadow.close)
+        self.store.close()
+
+    def _attempt(self, what: str, step: Any) -> None:
+        try:
+            step()
+        except Exception:
+            log.warning("closing %s: could not %s", self.root, what, exc_info=True)
+
+    async def _shutdown(self, scheduler: Scheduler) -> None:
+        await scheduler.close()
+        await asyncio.gather(*(lane.pool.close() for lane in scheduler.lanes),
+                             return_exceptions=True)  # fmt: skip
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if not self._closed and not sys.is_finalizing():
+                self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._branches)} branches"
+        return f"<Workspace {self.root} ({self.mode}, {len(self._shadows)} lanes, {state})>"
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this Workspace is closed; open a new one")

@@ -1,0 +1,132 @@
+"""Shell edits that stage (`run(keep=True)`), merge checks, symbols and the public names the
+faces read (`closed`, `events()`, `shadows`): real shadows, real runs, real servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from overlay_helpers import needs_fuse, snapshot
+
+import shadowkernel as sk
+
+pytestmark = [needs_fuse, pytest.mark.timeout(240)]
+
+MOD = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[sk.Workspace]:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/mod.py").write_text(MOD)
+    (root / "pkg/old.py").write_text("OLD = 1\n")
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    with sk.Workspace(root, servers=["ruff"]) as workspace:
+        yield workspace
+
+
+def test_keep_stages_what_a_run_wrote_less_ignored_files(ws: sk.Workspace) -> None:
+    before = snapshot(Path(ws.root))
+    a = ws.branch("codemod")
+    script = (
+        "sed -i 's/a + b/b + a/' pkg/mod.py && echo 'GEN = 1' > pkg/gen.py && rm pkg/old.py"
+        " && echo noise > run.log && mkdir -p build pkg/__pycache__"
+        " && echo x > build/out.txt && printf '\\0\\1' > pkg/blob.bin"
+        " && echo c > pkg/__pycache__/mod.cpython-311.pyc"
+    )
+    result = a.run(script, network=True, keep=True)
+    assert result.ok, result.stderr
+    assert a.version == 1 and a.versions[-1].op == "run kept (3 files)"
+    assert "kept as version 1" in result.notes
+    assert a.read("pkg/mod.py") == MOD.replace("a + b", "b + a")
+    assert dict(a.files) == {
+        "pkg/gen.py": b"GEN = 1\n",
+        "pkg/mod.py": MOD.replace("a + b", "b + a").encode(),
+        "pkg/old.py": None,
+    }
+    diff = a.diff()
+    assert "+GEN = 1" in diff and "-OLD = 1" in diff and "run.log" not in diff
+    # ignored, cache and binary files stay in the scratch layer: later runs still see them
+    seen = a.run("cat run.log build/out.txt; test -e pkg/blob.bin && echo blob", network=True)
+    assert seen.stdout == "noise\nx\nblob\n"
+    assert list(a.lint()["code"]) == []  # lints see the kept version
+    assert snapshot(Path(ws.root)) == before  # keep stages; only accept writes the folder
+
+
+def test_a_run_without_keep_makes_no_version(ws: sk.Workspace) -> None:
+    a = ws.branch("plain")
+    assert a.run("echo 'X = 1' > pkg/new.py", network=True).ok
+    assert a.version == 0 and "pkg/new.py" not in a.files
+
+
+def test_keep_with_nothing_keepable_makes_no_version(ws: sk.Workspace) -> None:
+    a = ws.branch("noop")
+    result = a.run("echo noise > run.log", network=True, keep=True)
+    assert result.ok and a.version == 0 and not any("kept" in n for n in result.notes)
+
+
+def test_keep_must_be_a_bool(ws: sk.Workspace) -> None:
+    with pytest.raises(sk.ArgumentError, match="keep='yes'"):
+        ws.branch("bad").run("true", keep="yes")  # type: ignore[arg-type]
+
+
+def test_merge_check_joins_two_branches_over_their_base(ws: sk.Workspace) -> None:
+    before = snapshot(Path(ws.root))
+    a, b = ws.branch("a"), ws.branch("b")
+    a.replace("pkg/mod.py", "return a + b", "return b + a")
+    b.replace("pkg/mod.py", "return a - b", "return -(b - a)")
+    b.write("pkg/extra.py", "E = 2\n")
+    merged = ws.merge_check(a, b)
+    assert merged.name == "merge-a-b" and merged.conflicts == ()
+    text = merged.read("pkg/mod.py")
+    assert "return b + a" in text and "return -(b - a)" in text
+    assert merged.read("pkg/extra.py") == "E = 2\n"
+    assert set(merged.bases) == {"pkg/mod.py", "pkg/extra.py"}
+    assert merged.bases["pkg/mod.py"] == MOD.encode() and merged.bases["pkg/extra.py"] is None
+    assert list(merged.lint()["code"]) == []
+    probe = merged.run("python3 -c 'import pkg.mod as m; print(m.add(1, 2), m.sub(5, 3))'")
+    assert probe.stdout == "3 2\n", probe.stderr
+    assert a.version == 1 and b.version == 2  # neither side changed
+    assert snapshot(Path(ws.root)) == before
+
+
+def test_merge_check_lists_conflicts_and_keeps_the_first_side(ws: sk.Workspace) -> None:
+    a, b = ws.branch("a"), ws.branch("b")
+    a.replace("pkg/mod.py", "return a + b", "return a + b + 0")
+    b.replace("pkg/mod.py", "return a + b", "return a + b + 1")
+    merged = ws.merge_check(a, b, name="both")
+    assert merged.name == "both" and merged.conflicts == ("pkg/mod.py",)
+    assert "a + b + 0" in merged.read("pkg/mod.py")
+
+
+def test_merge_check_refuses_what_is_not_a_branch_of_it(ws: sk.Workspace) -> None:
+    a = ws.branch("a")
+    with pytest.raises(sk.ArgumentError, match="b='a'"):
+        ws.merge_check(a, "a")  # type: ignore[arg-type]
+
+
+def test_public_names_the_faces_read(ws: sk.Workspace) -> None:
+    a = ws.branch("a")
+    a.lint()
+    assert [e.op for e in ws.events()] == ["lint"] and ws.events()[0].branch == "a"
+    assert ws.shadows[0].mountpoint != ws.root and not ws.closed
+    ws.close()
+    assert ws.closed
+    with pytest.raises(sk.ClosedError, match="closed"):
+        ws.branch("late")
+
+
+def test_document_and_workspace_symbols(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/mod.py").write_text(MOD)
+    with sk.Workspace(root, servers=["jedi-language-server"]) as ws:
+        a = ws.branch("a")
+        a.write("pkg/mod.py", MOD + "\n\nclass Staged:\n    pass\n")
+        names = [(s.name, s.kind, s.line) for s in a.symbols("pkg/mod.py")]
+        assert names == [("add", "function", 1), ("sub", "function", 5), ("Staged", "class", 9)]
+        found = ws.symbols("sub")
+        assert [(s.name, s.path, s.line) for s in found] == [("sub", "pkg/mod.py", 5)]
+        assert [e.op for e in ws.events()][-1] == "symbols"
