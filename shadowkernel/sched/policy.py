@@ -4,26 +4,20 @@ No I/O, no clocks, no asyncio: the scheduler pushes tickets, asks `pop(lane)` wh
 free and calls `done(lane)` when it finished, so every decision can be tested directly and
 is deterministic.
 
-Both policies serve a branch on one lane at a time (its runs share a scratch layer, and its
-requests are answered in the order they were asked).
-
-`round-robin` (the default): a lane that just served branch B keeps serving B's queued
-requests first, up to `batch` in a row, because they need no switch (or a small one: same
-branch, next version); then it rotates over the branches with pending requests, so a branch
-that queues 100 requests cannot starve one that queues 1.
-
-`fifo`: the oldest request whose branch is not busy on another lane, strictly (the baseline
-the timeline compares against; consecutive requests of one branch still cost no switch).
+Every policy serves a branch on one lane at a time (its runs share a scratch layer, and its
+requests are answered in the order they were asked); a policy only picks which free branch
+goes next. A policy is a small class named in `POLICIES`: adding one is a class here and a
+line in that table.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-Policy = Literal["round-robin", "fifo"]
-POLICIES: tuple[Policy, ...] = ("round-robin", "fifo")
+from ..errors import ArgumentError
 
 T = TypeVar("T")
 
@@ -38,12 +32,13 @@ class Ticket(Generic[T]):
 class RequestQueue(Generic[T]):
     def __init__(self, policy: Policy = "round-robin", batch: int = 8) -> None:
         if policy not in POLICIES:
-            raise ValueError(f"policy={policy!r}: choose one of {', '.join(POLICIES)}")
-        if batch < 1:
-            raise ValueError(f"batch={batch}: give at least 1")
+            raise ArgumentError(f"policy={policy!r}: choose one of {', '.join(POLICIES)}")
+        if not isinstance(batch, int) or batch < 1:
+            raise ArgumentError(f"batch={batch!r}: give at least 1")
         self.policy = policy
         self.batch = batch
-        # Branches in rotation order (round-robin) with their pending tickets, oldest first.
+        self._strategy = POLICIES[policy](batch)
+        # Branches in rotation order with their pending tickets, oldest first.
         self._pending: OrderedDict[str, deque[Ticket[T]]] = OrderedDict()
         self._serving: dict[int, str] = {}  # lane -> branch it is serving now
         self._last: dict[int, str] = {}  # lane -> branch it served last
@@ -70,7 +65,7 @@ class RequestQueue(Generic[T]):
         ticket = tickets.popleft()
         if not tickets:
             del self._pending[branch]
-        elif self.policy == "round-robin" and branch != self._last.get(lane):
+        elif self._strategy.rotates and branch != self._last.get(lane):
             self._pending.move_to_end(branch)  # it had its turn: to the back of the rotation
         self._streak[lane] = self._streak.get(lane, 0) + 1 if branch == self._last.get(lane) else 1
         self._serving[lane] = self._last[lane] = branch
@@ -84,14 +79,63 @@ class RequestQueue(Generic[T]):
 
     def _choose(self, lane: int) -> str | None:
         candidates = [b for b in self._pending if self._free(b)]
-        if not candidates:
-            return None
-        if self.policy == "fifo":
-            return min(candidates, key=lambda b: self._pending[b][0].id)
-        last = self._last.get(lane)
-        if last in candidates and self._streak.get(lane, 0) < self.batch:
+        return self._strategy.choose(self, lane, candidates) if candidates else None
+
+    # What policies read (the queue's state, never changed by them).
+
+    def oldest(self, branch: str) -> int:
+        """Ticket id of the branch's oldest pending request."""
+        return self._pending[branch][0].id
+
+    def last(self, lane: int) -> str | None:
+        return self._last.get(lane)
+
+    def streak(self, lane: int) -> int:
+        return self._streak.get(lane, 0)
+
+
+class Strategy(Protocol):
+    rotates: bool  # a branch that had its turn goes to the back of the rotation
+
+    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Sequence[str]) -> str:
+        """One of `candidates` (free branches with pending requests, in rotation order)."""
+        ...
+
+
+class RoundRobin:
+    """`round-robin` (the default): a lane that just served branch B keeps serving B's queued
+    requests first, up to `batch` in a row, because they need no switch (or a small one: same
+    branch, next version); then it rotates over the branches with pending requests, so a
+    branch that queues 100 requests cannot starve one that queues 1."""
+
+    rotates = True
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+
+    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Sequence[str]) -> str:
+        last = queue.last(lane)
+        if last is not None and last in candidates and queue.streak(lane) < self.batch:
             return last
-        # Round-robin: the front of the rotation, but not the branch that just used its batch
-        # when another one is waiting.
+        # The front of the rotation, but not the branch that just used its batch when
+        # another one is waiting.
         others = [b for b in candidates if b != last]
-        return (others or candidates)[0]
+        return (others or list(candidates))[0]
+
+
+class Fifo:
+    """`fifo`: the oldest request whose branch is not busy on another lane, strictly (the
+    baseline the timeline compares against; consecutive requests of one branch still cost no
+    switch)."""
+
+    rotates = False
+
+    def __init__(self, batch: int) -> None:
+        del batch  # fifo never batches
+
+    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Sequence[str]) -> str:
+        return min(candidates, key=queue.oldest)
+
+
+POLICIES: dict[str, Callable[[int], Strategy]] = {"round-robin": RoundRobin, "fifo": Fifo}
+Policy = str  # a name in POLICIES
