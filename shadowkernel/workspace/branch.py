@@ -27,7 +27,7 @@ from ..overlay.store import File, Override, freeze
 from ..paths import RelPath, rel
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane, View
-from . import baselints, scratch
+from . import arguments, baselints, scratch
 from .accept import Accepted, merge_plan
 from .staging import Version, base_view, staged, version_view
 
@@ -89,7 +89,7 @@ class Branch:
 
     def read(self, path: str) -> str:
         """The branch's current text of `path` (staged, or the user's file)."""
-        target = rel(path)
+        target = arguments.path("path", path)
         text = self._current_text(self._versions[-1], target)
         if text is None:
             raise NotFound(f"path {target!r} does not exist in branch {self.name!r}")
@@ -99,12 +99,13 @@ class Branch:
 
     def write(self, path: str, text: str) -> int:
         """Stage the full text of a file (created if new). Returns the new version number."""
-        target = rel(path)
+        target = arguments.path("path", path)
         return self._stage_text({target: text}, f"write {target}")
 
     def replace(self, path: str, old: str, new: str) -> int:
         """Replace the one occurrence of `old` in `path` by `new`."""
-        target = rel(path)
+        target = arguments.path("path", path)
+        old, new = arguments.text("old", old), arguments.text("new", new)
         with self._lock:
             text = self.read(target)
             return self._stage_text({target: edits.replace_once(text, old, new, target)},
@@ -113,13 +114,14 @@ class Branch:
     def apply_patch(self, patch: str) -> int:
         """Apply a unified diff (one or more files; '--- /dev/null' creates, '+++ /dev/null'
         deletes). All files or none."""
+        arguments.text("patch", patch)
         with self._lock:
             version = self._versions[-1]
             changes = edits.apply_patch(patch, lambda p: self._current_text(version, p))
             return self._stage_text(changes, f"patch ({_files(len(changes))})")
 
     def delete(self, path: str) -> int:
-        target = rel(path)
+        target = arguments.path("path", path)
         with self._lock:
             if self._current_bytes(self._versions[-1], target) is None:
                 raise NotFound(f"delete: {target!r} does not exist in branch {self.name!r}")
@@ -128,6 +130,9 @@ class Branch:
     def apply_edit(self, edit: Any, encoding: str = "utf-16") -> int:
         """Apply an LSP WorkspaceEdit (lsprotocol object or JSON dict; positions in the
         server's `encoding`), or a lint's quick fix (`lsp.Fix`, 1-based code points)."""
+        if edit is None or isinstance(edit, str | bytes | int | float):
+            raise ArgumentError(f"edit={edit!r}: give an LSP WorkspaceEdit (object or JSON dict) "
+                                "or a lint's quick fix (a row's `fixes` entry)")  # fmt: skip
         with self._lock:
             version = self._versions[-1]
             read = lambda p: self._current_text(version, p)  # noqa: E731
@@ -217,6 +222,8 @@ class Branch:
 
         The `new` column says whether the branch introduced the lint (compared with its base).
         """
+        paths, servers = arguments.paths("paths", paths), arguments.names("servers", servers)
+        new_only, fixes = arguments.flag("new_only", new_only), arguments.flag("fixes", fixes)
         answer = self.workspace.bridge.call(self._lint(paths, servers, fixes))
         return self._table(*answer, new_only)
 
@@ -224,6 +231,8 @@ class Branch:
         self, paths: Sequence[str] | None = None, new_only: bool = False, *,
         servers: Sequence[str] | None = None, fixes: bool = True,
     ) -> LintTable:  # fmt: skip
+        paths, servers = arguments.paths("paths", paths), arguments.names("servers", servers)
+        new_only, fixes = arguments.flag("new_only", new_only), arguments.flag("fixes", fixes)
         answer = await self.workspace.bridge.call_async(self._lint(paths, servers, fixes))
         return self._table(*answer, new_only)
 
@@ -304,7 +313,9 @@ class Branch:
         return await self.workspace.bridge.call_async(self._navigate("symbols", path))
 
     async def _navigate(self, op: str, path: str, *position: int) -> Any:
-        target = rel(path)
+        target = arguments.path("path", path)
+        if position:
+            position = arguments.position(*position)
         with self._lock:
             self._check_open()
             version = self._versions[-1]
@@ -331,6 +342,7 @@ class Branch:
         as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt in
         the caller, or setting the `cancel` event, kills the run and all its processes."""
         cancel = options.setdefault("cancel", threading.Event())
+        cmd, timeout, network, keep = _run_arguments(cmd, timeout, network, keep, options)
         try:
             return self.workspace.bridge.call(self._run(cmd, timeout, network, keep, options))
         except BaseException:
@@ -340,13 +352,12 @@ class Branch:
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, keep: bool = False,
                         **options: Any) -> RunResult:  # fmt: skip
+        cmd, timeout, network, keep = _run_arguments(cmd, timeout, network, keep, options)
         return await self.workspace.bridge.call_async(
             self._run(cmd, timeout, network, keep, options))  # fmt: skip
 
     async def _run(self, cmd: Any, timeout: float, network: bool, keep: bool,
                    options: dict[str, Any]) -> Any:  # fmt: skip
-        if not isinstance(keep, bool):
-            raise ArgumentError(f"keep={keep!r}: give True or False")
         with self._lock:
             self._check_open()
             version = self._versions[-1]
@@ -448,6 +459,14 @@ class Branch:
     def __repr__(self) -> str:
         return (f"<Branch {self.name!r} v{self.version}: {_files(len(self.files))} touched, "
                 f"{self._state}>")  # fmt: skip
+
+
+def _run_arguments(
+    cmd: Any, timeout: Any, network: Any, keep: Any, options: Mapping[str, Any]
+) -> tuple[str | list[str], float, bool, bool]:
+    arguments.options(run_in_shadow, options, taken={"timeout", "network"})
+    return (arguments.command(cmd), arguments.seconds("timeout", timeout),
+            arguments.flag("network", network), arguments.flag("keep", keep))  # fmt: skip
 
 
 def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:

@@ -32,6 +32,7 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import RelPath
 from ..sched import Event, Lane, Policy, Scheduler, Timeline, View
+from . import arguments
 from .baselints import BaseLints
 from .branch import Branch, merge_branches
 from .bridge import LoopThread
@@ -76,11 +77,12 @@ class Workspace:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
-        if not isinstance(lanes, int) or lanes < 1:
-            raise ArgumentError(f"lanes={lanes!r}: give at least 1")
+        arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
                                 f"e.g. [{servers!r}]")  # fmt: skip
+        arguments.seconds("idle_timeout", idle_timeout)
+        arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
         self.servers = tuple(servers)
         self.mode = "fuse"
         self.folder = Folder(self.root)
@@ -163,8 +165,7 @@ class Workspace:
 
     def symbols(self, query: str) -> list[Symbol]:
         """Workspace symbols matching `query`, as the user's folder shows them."""
-        if not isinstance(query, str):
-            raise ArgumentError(f"query={query!r}: give a string ('' lists what servers offer)")
+        arguments.text("query", query)
 
         async def job(lane: Lane) -> tuple[list[Symbol], str]:
             await lane.show(FOLDER_VIEW)
@@ -199,7 +200,7 @@ class Workspace:
 
     def timeline(self, title: str = "shadow timeline") -> Timeline:
         """Every request served so far, with switch/serve times and per-branch waits."""
-        return Timeline(self.events(), title=title)
+        return Timeline(self.events(), title=arguments.text("title", title))
 
     def statistics(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,100 @@
+"""Checks of what callers pass to the public API, each failing with an `ArgumentError` that
+names the argument and what it accepts (a plain TypeError from deep inside helps nobody).
+
+The API is called by people in notebooks and by agents through the faces, so a wrong type is
+ordinary bad input, not a bug. Only types and ranges are checked here; what a value means (a
+path inside the workspace, a patch that applies) is checked where it is used.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..errors import ArgumentError
+from ..paths import RelPath, rel
+
+
+def text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{name}={_show(value)}: give a str")
+    return value
+
+
+def path(name: str, value: object) -> RelPath:
+    if not isinstance(value, str | os.PathLike):
+        raise ArgumentError(f"{name}={_show(value)}: give a path relative to the workspace, "
+                            "as a str")  # fmt: skip
+    return rel(value)
+
+
+def paths(name: str, value: object) -> list[RelPath] | None:
+    """None, or a list of workspace paths (a lone str is refused: it is not a list of them)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ArgumentError(f"{name}={_show(value)}: give a list of paths, e.g. [{_show(value)}]")
+    return [path(name, p) for p in value]
+
+
+def names(name: str, value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ArgumentError(f"{name}={_show(value)}: give a list of names, e.g. [{_show(value)}]")
+    return [text(name, v) for v in value]
+
+
+def position(line: object, column: object) -> tuple[int, int]:
+    for name, value in (("line", line), ("column", column)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ArgumentError(f"{name}={_show(value)}: positions are 1-based ints "
+                                "(line 1, column 1 is the file's first character)")  # fmt: skip
+    return line, column  # type: ignore[return-value]
+
+
+def count(name: str, value: object, least: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ArgumentError(f"{name}={_show(value)}: give {what} (an int >= {least})")
+    return value
+
+
+def seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ArgumentError(f"{name}={_show(value)}: give a positive number of seconds")
+    if math.isinf(value):
+        raise ArgumentError(f"{name}={_show(value)}: give a finite number of seconds")
+    return float(value)
+
+
+def flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{name}={_show(value)}: give True or False")
+    return value
+
+
+def command(value: object) -> str | list[str]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ArgumentError(f"cmd={_show(value)}: give a shell command as a str, or an argv list "
+                        "of str")  # fmt: skip
+
+
+def options(function: Callable[..., Any], given: Mapping[str, Any], *, taken: set[str]) -> None:
+    """Keyword options meant for `function`: unknown names are refused with the known ones."""
+    known = {p.name for p in inspect.signature(function).parameters.values()
+             if p.kind is inspect.Parameter.KEYWORD_ONLY} - taken  # fmt: skip
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ArgumentError(f"unknown option {', '.join(unknown)}; known: "
+                            f"{', '.join(sorted(known))}")  # fmt: skip
+
+
+def _show(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
