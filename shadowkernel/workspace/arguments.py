@@ -12,10 +12,12 @@ import inspect
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ArgumentError
 from ..paths import RelPath, rel
+
+T = TypeVar("T")
 
 
 def text(name: str, value: object) -> str:
@@ -33,19 +35,21 @@ def path(name: str, value: object) -> RelPath:
 
 def paths(name: str, value: object) -> list[RelPath] | None:
     """None, or a list of workspace paths (a lone str is refused: it is not a list of them)."""
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ArgumentError(f"{name}={_show(value)}: give a list of paths, e.g. [{_show(value)}]")
-    return [path(name, p) for p in value]
+    return _listed(name, value, "paths", path)
 
 
 def names(name: str, value: object) -> list[str] | None:
+    return _listed(name, value, "names", text)
+
+
+def _listed(
+    name: str, value: object, what: str, each: Callable[[str, object], T]
+) -> list[T] | None:
     if value is None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ArgumentError(f"{name}={_show(value)}: give a list of names, e.g. [{_show(value)}]")
-    return [text(name, v) for v in value]
+        raise ArgumentError(f"{name}={_show(value)}: give a list of {what}, e.g. [{_show(value)}]")
+    return [each(name, v) for v in value]
 
 
 def position(line: object, column: object) -> tuple[int, int]:
