@@ -1,7 +1,7 @@
 """One shadow, many branches: the interleaver (scheduler), its pure policy and the timeline."""
 
 from .policy import POLICIES, Policy, RequestQueue, Ticket
-from .scheduler import Lane, Scheduler, View
+from .scheduler import Lane, Scheduler, Snapshot
 from .timeline import MIME_TYPE, SCHEMA, Event, Timeline, percentile, summarize
 
 __all__ = [
@@ -15,7 +15,7 @@ __all__ = [
     "Scheduler",
     "Ticket",
     "Timeline",
-    "View",
+    "Snapshot",
     "percentile",
     "summarize",
 ]

@@ -3,8 +3,8 @@
 A request is a `job(lane)` coroutine function plus who asked (branch, version, op). Each lane
 (one shadow, its own language-server pool) runs a worker task that asks the pure
 `RequestQueue` what to serve next, runs the job and records an `Event`. A job brings the lane
-to the state it needs with `await lane.show(view)`: the shadow activates the view's manifest
-and the pool is synced to its documents; a lane already showing that view does nothing, which
+to the state it needs with `await lane.show(snapshot)`: the shadow activates the snapshot's
+manifest and the pool is synced to its documents; a lane already showing it does nothing, which
 is why consecutive requests of one branch cost no switch.
 
 Everything here runs on the workspace's one event loop; callers on other threads go through
@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class View:
+class Snapshot:
     """One exact state to show: equal keys promise equal manifests and documents."""
 
     key: Hashable
@@ -39,7 +39,7 @@ class View:
 
 
 class Lane:
-    """One shadow and its pool; remembers which view it shows and what switching cost."""
+    """One shadow and its pool; remembers which snapshot it shows and what switching cost."""
 
     def __init__(self, index: int, shadow: Shadow, pool: LspPool, threaded: bool) -> None:
         self.index = index
@@ -47,29 +47,29 @@ class Lane:
         self.pool = pool
         self.key: Hashable = None
         self.switch_seconds = 0.0  # spent in show() during the current request
-        self._dirty: set[RelPath] = set()  # paths written behind the manifest's back (runs)
+        self._written: set[RelPath] = set()  # paths written behind the manifest's back (runs)
         # With several lanes the blocking activate call goes to a thread, so one lane's
         # switch does not stall another lane's language-server traffic.
         self._threaded = threaded
 
-    async def show(self, view: View) -> None:
-        if view.key == self.key and not self._dirty:
+    async def show(self, snapshot: Snapshot) -> None:
+        if snapshot.key == self.key and not self._written:
             return
         began = time.perf_counter()
         self.key = None  # unknown until both steps succeeded
-        changed = set(changed_paths(self.shadow.manifest, view.manifest)) | self._dirty
+        changed = set(changed_paths(self.shadow.manifest, snapshot.manifest)) | self._written
         if self._threaded:
-            await asyncio.to_thread(self.shadow.activate, view.manifest)
+            await asyncio.to_thread(self.shadow.activate, snapshot.manifest)
         else:
-            self.shadow.activate(view.manifest)
-        await self.pool.sync(view.documents, sorted(changed))
-        self._dirty.clear()
-        self.key = view.key
+            self.shadow.activate(snapshot.manifest)
+        await self.pool.sync(snapshot.documents, sorted(changed))
+        self._written.clear()
+        self.key = snapshot.key
         self.switch_seconds += time.perf_counter() - began
 
-    def touched(self, paths: set[RelPath]) -> None:
+    def run_wrote(self, paths: set[RelPath]) -> None:
         """Something (a run) changed these paths on the mount: re-sync them on the next show."""
-        self._dirty |= paths
+        self._written |= paths
         self.key = None
 
 

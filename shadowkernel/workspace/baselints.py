@@ -38,7 +38,7 @@ class BaseLints:
         return [path for path, k in keys.items() if k not in self._lints]
 
     def store(self, keys: dict[RelPath, Key], found: Iterable[Lint]) -> None:
-        """Record `found` (the lints of the paths in `keys`, in the base view) per path."""
+        """Record `found` (the lints of the paths in `keys`, in the base snapshot) per path."""
         by_path: dict[RelPath, list[Lint]] = {path: [] for path in keys}
         for lint in found:
             if lint.path in by_path:

@@ -3,7 +3,7 @@
 Staging calls validate the whole edit first, then make one new version (bad input changes
 nothing). Requests (lint, navigation, run) go through the workspace's scheduler on its loop
 thread; each public method is synchronous and thread-safe and has an awaitable `*_async` twin.
-A branch reads untouched files live from the user's folder (that is the overlay's view), so
+A branch reads untouched files live from the user's folder (that is what the shadow shows), so
 they can change under it; accept() guards only the files it touched.
 """
 
@@ -26,10 +26,10 @@ from ..lsp.navigation import Hover, Location, Symbol
 from ..overlay.store import File, Override, freeze
 from ..paths import RelPath, rel
 from ..run import RunResult, run_in_shadow
-from ..sched import Lane, View
+from ..sched import Lane, Snapshot
 from . import arguments, baselints, scratch
 from .accept import Accepted, merge_plan
-from .staging import Version, base_view, staged, version_view
+from .staging import Version, base_snapshot, staged, version_snapshot
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -58,7 +58,7 @@ class Branch:
         self.workspace = workspace
         self.name = name
         self.conflicts: tuple[RelPath, ...] = ()  # set by ws.merge_check: paths that overlapped
-        self._uid = uid  # names can be reused after drop(); view keys must not be
+        self._uid = uid  # names can be reused after drop(); snapshot keys must not be
         self._lock = threading.RLock()
         self._bases: dict[RelPath, bytes | None] = {}
         self._modes: dict[RelPath, int] = {}
@@ -194,11 +194,11 @@ class Branch:
 
     # -- views ------------------------------------------------------------------------------------
 
-    def _view(self, version: Version) -> View:
-        return version_view(self._uid, version)
+    def _snapshot(self, version: Version) -> Snapshot:
+        return version_snapshot(self._uid, version)
 
-    def _base_view(self) -> View:
-        return base_view(self._bases, self._modes, self.workspace.base_blob)
+    def _base_snapshot(self) -> Snapshot:
+        return base_snapshot(self._bases, self._modes, self.workspace.base_blob)
 
     def _base_bytes(self, path: RelPath) -> bytes | None:
         if path in self._bases:
@@ -252,7 +252,7 @@ class Branch:
         with self._lock:
             self._check_open()
             version = self._versions[-1]
-            view, base = self._view(version), self._base_view()
+            snapshot, base = self._snapshot(version), self._base_snapshot()
             bases = dict(self._bases)
         targets = self._lint_targets(version, paths)
         base_texts = {p: _text_or_empty(b) for p, b in bases.items() if b is not None}
@@ -270,7 +270,7 @@ class Branch:
                 await lane.show(base)
                 found = await lane.pool.lint(missing, servers, fixes=False)
                 cache.store({p: keys[p] for p in missing}, found)
-            await lane.show(view)
+            await lane.show(snapshot)
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
             flags = mark_new(lints, cache.lints(keys), base_texts, new_texts)
             return (lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)"
@@ -319,10 +319,10 @@ class Branch:
         with self._lock:
             self._check_open()
             version = self._versions[-1]
-            view = self._view(version)
+            snapshot = self._snapshot(version)
 
         async def job(lane: Lane) -> tuple[Any, str]:
-            await lane.show(view)
+            await lane.show(snapshot)
             answer = await getattr(lane.pool, op)(target, *position)
             if op == "hover":
                 return answer, "hover" if answer else "no hover"
@@ -373,7 +373,7 @@ class Branch:
             written = dict(result.written)
             with self._lock:
                 self._scratch.absorb(written)
-            lane.touched(set(written))
+            lane.run_wrote(set(written))
             how = "timed out" if result.timed_out else f"exit {result.exit_code}"
             return result, f"{how}, {_files(len(written))} written ({result.mode})"
 

@@ -36,7 +36,7 @@ class Scratch:
 
     def absorb(self, written: Mapping[RelPath, Override | None]) -> None:
         for path, override in written.items():
-            # None: the run left no override where the run's view had one, and the user's
+            # None: the run left no override where the manifest it ran on had one, and the user's
             # folder has nothing there; a whiteout keeps it gone over the version's file.
             self.entries[path] = WHITEOUT if override is None else override
 

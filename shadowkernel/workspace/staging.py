@@ -18,7 +18,7 @@ from ..edits import decode
 from ..errors import StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Manifest, Override, freeze
 from ..paths import RelPath, parent
-from ..sched import View
+from ..sched import Snapshot
 
 DEFAULT_MODE = 0o644
 
@@ -60,19 +60,19 @@ def staged(
     return freeze(out)
 
 
-def version_view(uid: int, version: Version) -> View:
+def version_snapshot(uid: int, version: Version) -> Snapshot:
     """What the scheduler shows for a branch's version: its manifest and its open documents."""
     documents = {p: d.decode("utf-8") for p, d in version.files.items() if d is not None}
-    return View(("branch", uid, version.number), version.manifest, documents)
+    return Snapshot(("branch", uid, version.number), version.manifest, documents)
 
 
-def base_view(
+def base_snapshot(
     bases: Mapping[RelPath, bytes | None],
     modes: Mapping[RelPath, int],
     base_blob: Callable[[RelPath, bytes], Blob],
-) -> View:
+) -> Snapshot:
     """A branch's base: its touched files as they were at first touch. Branches with the same
-    bases share one key (and so one view and one base-lint answer)."""
+    bases share one key (and so one snapshot and one base-lint answer)."""
     manifest: dict[RelPath, Override] = {}
     documents: dict[RelPath, str] = {}
     for path in sorted(bases):
@@ -84,4 +84,4 @@ def base_view(
         with contextlib.suppress(StagingError):
             documents[path] = decode(base, path)
     key = ("base", tuple((p, digest(bases[p])) for p in sorted(bases)))
-    return View(key, freeze(manifest), documents)
+    return Snapshot(key, freeze(manifest), documents)

@@ -31,7 +31,7 @@ from ..lsp.navigation import Symbol
 from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import RelPath
-from ..sched import Event, Lane, Policy, Scheduler, Timeline, View
+from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
 from . import arguments
 from .baselints import BaseLints
 from .branch import Branch, merge_branches
@@ -41,7 +41,7 @@ from .staging import digest
 
 log = logging.getLogger(__name__)
 
-FOLDER_VIEW = View(("folder",), EMPTY)  # the user's folder as it is: no overrides
+FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
 
@@ -168,7 +168,7 @@ class Workspace:
         arguments.text("query", query)
 
         async def job(lane: Lane) -> tuple[list[Symbol], str]:
-            await lane.show(FOLDER_VIEW)
+            await lane.show(FOLDER)
             found = await lane.pool.workspace_symbols(query)
             return found, f"{len(found)} symbols"
 
