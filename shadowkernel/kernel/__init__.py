@@ -5,7 +5,9 @@
     %branch new a
     %lint a inventory/stock.py
 
-Everything is imported on first use, so `shadowkernel install-kernel` stays light.
+Everything is imported on first use, so `shadowkernel install-kernel` stays light. kernel/ is
+a face: it calls the public API (workspace/, agents/, evals/) and may import anything below,
+and the other faces (the MCP server); nothing in the package imports it but the CLI.
 """
 
 from __future__ import annotations

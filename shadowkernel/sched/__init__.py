@@ -1,4 +1,11 @@
-"""One shadow, many branches: the interleaver (scheduler), its pure policy and the timeline."""
+"""One shadow, many branches: the interleaver (`scheduler`), its pure `policy` and the
+`timeline` of what was served.
+
+Requests of many branches queue here; a free lane (one shadow and its language servers) asks
+the policy which branch goes next, shows that branch's snapshot and serves the request, and
+every request becomes a timeline event. sched/ may import the overlay, the LSP pool, runs and
+the text core below it; the public API (workspace/) and the faces sit above and import it.
+"""
 
 from .policy import POLICIES, Policy, RequestQueue, Ticket
 from .scheduler import Lane, Scheduler, Snapshot
