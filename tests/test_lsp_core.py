@@ -18,13 +18,13 @@ from shadowkernel.lsp.client import lookup_section, structure, tsserver_diagnost
 from shadowkernel.lsp.documents import (
     TextIndex,
     from_character,
-    language_id,
     lines,
     matches,
     to_character,
     uri_to_path,
 )
 from shadowkernel.lsp.jsonrpc import content_length, encode, read_message
+from shadowkernel.lsp.languages import language_id
 from shadowkernel.lsp.lints import line_map
 from shadowkernel.lsp.specs import builtin_specs, resolve_specs
 

@@ -24,8 +24,9 @@ from lsprotocol.converters import get_converter
 
 from ..errors import ServerError
 from ..paths import RelPath
-from .documents import Encoding, TextIndex, language_id, path_to_uri
+from .documents import Encoding, TextIndex, path_to_uri
 from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, Endpoint, ResponseError, ServerCrashed
+from .languages import language_id
 from .specs import ServerSpec
 
 

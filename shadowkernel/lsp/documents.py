@@ -1,4 +1,4 @@
-"""Pure document model: URIs, languages and positions.
+"""Pure document model: URIs and positions (languages: see languages.py).
 
 The API speaks 1-based lines and 1-based columns counted in Unicode code points (Python
 `str` indices + 1); LSP speaks 0-based lines and a character offset in the negotiated
@@ -23,26 +23,6 @@ Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
 # LSP ends lines at \n, \r\n or \r only; str.splitlines() would also split on \v, \f, \u2028...
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-LANGUAGE_IDS: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "typescriptreact",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascriptreact",
-    ".go": "go",
-    ".rs": "rust",
-}
-
-
-def language_id(path: str) -> str:
-    """The LSP languageId for a file name ('plaintext' when unknown)."""
-    return LANGUAGE_IDS.get(posixpath.splitext(path)[1], "plaintext")
 
 
 def matches(path: str, patterns: tuple[str, ...]) -> bool:

@@ -20,16 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import NotFound, ServerError
+from .languages import patterns
 
 DiagnosticMode = Literal["auto", "pull", "push", "tsserver"]
-
-PATTERNS: dict[str, tuple[str, ...]] = {
-    "python": ("*.py", "*.pyi"),
-    "typescript": ("*.ts", "*.tsx", "*.mts", "*.cts"),
-    "javascript": ("*.js", "*.jsx", "*.mjs", "*.cjs"),
-    "go": ("*.go",),
-    "rust": ("*.rs",),
-}
 
 
 @dataclass(frozen=True)
@@ -45,6 +38,8 @@ class ServerSpec:
     trip less per linted file; the same fixes, tested against ruff's code actions).
     watch: base-name globs of the files whose changes on disk the server must hear about
     (workspace/didChangeWatchedFiles); each event costs a server like ruff a re-check.
+    patterns: base-name globs of the files it handles; by default those of `languages`
+    (languages.py).
     search: extra directories (relative to sys.prefix) to find argv[0] in; with
     `search_only`, PATH is not consulted (for names that mean another tool there).
     """
@@ -68,8 +63,7 @@ class ServerSpec:
         if not self.argv:
             raise ValueError(f"server spec {self.name!r}: argv is empty; give the command")
         if not self.patterns:
-            patterns = tuple(p for lang in self.languages for p in PATTERNS.get(lang, ()))
-            object.__setattr__(self, "patterns", patterns)
+            object.__setattr__(self, "patterns", patterns(self.languages))
 
     @classmethod
     def from_dict(cls, name: str, spec: Mapping[str, Any]) -> ServerSpec:
