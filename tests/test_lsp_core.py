@@ -14,7 +14,9 @@ from lsprotocol import types as lsp
 from shadowkernel.errors import ServerError
 from shadowkernel.lsp import COLUMNS, Lint, ServerSpec, lint_table, mark_new
 from shadowkernel.lsp.checkers import parse_cargo, parse_mypy, parse_ruff, parse_tsc
-from shadowkernel.lsp.client import lookup_section, structure, tsserver_diagnostic
+from shadowkernel.lsp.client import lookup_section
+from shadowkernel.lsp.codec import structure
+from shadowkernel.lsp.diagnostics import tsserver_diagnostic
 from shadowkernel.lsp.documents import (
     TextIndex,
     from_character,

@@ -3,8 +3,8 @@
 The client keeps the server's open documents (with versions that only grow, also across a
 close and reopen, so a late publish for an old text can never pass for a new one), answers
 every request the server sends, and offers `diagnostics(path)` that returns only when the
-diagnostics are final for the text just sent: by pull, by a versioned publish, or by
-asking tsserver synchronously (typescript-language-server publishes without a version).
+diagnostics are final for the text just sent: how, its spec's `DiagnosticsMode` decides
+(diagnostics.py). It knows no server by name.
 """
 
 from __future__ import annotations
@@ -18,31 +18,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 from lsprotocol import types as lsp
-from lsprotocol.converters import get_converter
 
 from ..errors import ServerError
 from ..paths import RelPath
+from .codec import structure, structure_params, unstructure
+from .diagnostics import Publications
 from .documents import Encoding, TextIndex, path_to_uri
-from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, Endpoint, ResponseError, ServerCrashed
+from .jsonrpc import Endpoint
 from .languages import language_id
 from .specs import ServerSpec
-
-
-def _converter() -> Any:
-    """lsprotocol's converter plus the hook it misses with cattrs >= 25: the optional
-    notebook filter of NotebookDocumentFilterWithCells (ruff's initialize result has one)."""
-    converter = get_converter()
-    cells = attrs.fields(lsp.NotebookDocumentFilterWithCells).notebook.type
-    notebook = attrs.fields(lsp.NotebookDocumentFilterWithNotebook).notebook.type
-    converter.register_structure_hook(
-        cells, lambda obj, _: None if obj is None else converter.structure(obj, notebook)
-    )
-    return converter
-
-
-converter = _converter()
 
 # Requests a server may send that need nothing but an empty success (an error answer makes
 # some servers exit: pyright 1.1.414 does on workspace/diagnostic/refresh).
@@ -52,19 +37,6 @@ _NULL_REQUESTS = {
     "workspace/inlineValue/refresh", "workspace/codeLens/refresh",
     "workspace/foldingRange/refresh", "window/showMessageRequest",
 }  # fmt: skip
-
-_TS_CATEGORY = {"error": 1, "warning": 2, "suggestion": 4, "message": 3}
-
-
-def structure(method: str, result: Any) -> Any:
-    """Decode a raw result of `method` into lsprotocol types (through its Response type)."""
-    response_type = lsp.METHOD_TO_TYPES[method][1]
-    message = {"jsonrpc": "2.0", "id": 0, "result": result}
-    return converter.structure(message, response_type).result
-
-
-def unstructure(value: Any) -> Any:
-    return converter.unstructure(value)
 
 
 def client_capabilities() -> lsp.ClientCapabilities:
@@ -112,19 +84,6 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
     return node
 
 
-def tsserver_diagnostic(raw: Mapping[str, Any]) -> lsp.Diagnostic:
-    """A tsserver diagnostic (1-based line/offset in UTF-16 units) as an LSP Diagnostic."""
-    start, end = raw["start"], raw["end"]
-    return lsp.Diagnostic(
-        range=lsp.Range(lsp.Position(start["line"] - 1, start["offset"] - 1),
-                        lsp.Position(end["line"] - 1, end["offset"] - 1)),
-        message=raw.get("text", ""),
-        severity=lsp.DiagnosticSeverity(_TS_CATEGORY.get(raw.get("category", "error"), 1)),
-        code=raw.get("code"),
-        source=raw.get("source") or "typescript",
-    )  # fmt: skip
-
-
 class OpenDocument:
     __slots__ = ("text", "version", "index")
 
@@ -147,8 +106,7 @@ class LanguageClient:
         self.documents: dict[RelPath, OpenDocument] = {}
         self.stderr: collections.deque[str] = collections.deque(maxlen=50)
         self._versions: dict[RelPath, int] = {}
-        self._published: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}
-        self._waiters: list[tuple[str, int, asyncio.Future[list[lsp.Diagnostic]]]] = []
+        self.publications = Publications()
         self._registrations: dict[str, lsp.Registration] = {}
         self._registered = asyncio.Event()
         self._stopping = False
@@ -241,7 +199,7 @@ class LanguageClient:
             tail = " | ".join(list(self.stderr)[-5:])
             reason = f"the server exited with code {code}" + (f" (stderr: {tail})" if tail else "")
             self.endpoint.close(reason)
-            self._fail_waiters(reason)
+            self.publications.fail(f"{self.spec.name}: {reason}")
 
     # -- requests -------------------------------------------------------------------------
 
@@ -272,27 +230,9 @@ class LanguageClient:
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "textDocument/publishDiagnostics":
-            self._on_publish(structure_params(method, params))
+            self.publications.record(structure_params(method, params))
         elif method == "window/logMessage":
             self.stderr.append(str((params or {}).get("message", ""))[:500])
-
-    def _on_publish(self, params: lsp.PublishDiagnosticsParams) -> None:
-        self._published[params.uri] = (params.version, list(params.diagnostics))
-        still = []
-        for uri, version, future in self._waiters:
-            if future.done():
-                continue
-            if uri == params.uri and params.version is not None and params.version >= version:
-                future.set_result(list(params.diagnostics))
-            else:
-                still.append((uri, version, future))
-        self._waiters = still
-
-    def _fail_waiters(self, reason: str) -> None:
-        for _, _, future in self._waiters:
-            if not future.done():
-                future.set_exception(ServerCrashed(f"{self.spec.name}: {reason}"))
-        self._waiters = []
 
     # -- documents --------------------------------------------------------------------------
 
@@ -323,7 +263,7 @@ class LanguageClient:
 
     async def close(self, path: RelPath) -> None:
         if self.documents.pop(path, None) is not None:
-            self._published.pop(self.uri(path), None)
+            self.publications.forget(self.uri(path))
             await self.endpoint.notify("textDocument/didClose",
                                        {"textDocument": {"uri": self.uri(path)}})  # fmt: skip
 
@@ -334,92 +274,23 @@ class LanguageClient:
 
     # -- diagnostics ------------------------------------------------------------------------
 
-    @property
-    def pull_identifiers(self) -> list[str | None]:
-        """One entry per diagnostic provider (static or registered) to pull from."""
-        idents: list[str | None] = []
-        static = self.capabilities.diagnostic_provider
-        if static is not None:
-            idents.append(getattr(static, "identifier", None))
-        for registration in self._registrations.values():
-            if registration.method == "textDocument/diagnostic":
-                options = registration.register_options or {}
-                idents.append(options.get("identifier") if isinstance(options, dict) else None)
-        return list(dict.fromkeys(idents))
+    def registered(self, method: str) -> list[Any]:
+        """The options of each dynamic registration of `method` the server holds now."""
+        return [r.register_options for r in self._registrations.values() if r.method == method]
 
-    async def _mode(self) -> str:
-        mode = self.spec.diagnostics
-        if mode == "pull" and not self.pull_identifiers:
-            # Registration arrives after `initialized`; wait for it (bounded), not a sleep.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.spec.request_timeout):
-                    while not self.pull_identifiers:
-                        self._registered.clear()
-                        await self._registered.wait()
-            if not self.pull_identifiers:
-                raise ServerError(f"{self.spec.name} did not offer pull diagnostics; set "
-                                  "diagnostics='push' (or 'auto') in its ServerSpec")  # fmt: skip
-        if mode == "auto":
-            return "pull" if self.pull_identifiers else "push"
-        return mode
+    async def wait_for_registration(self, method: str, timeout: float) -> None:
+        """Until the server registers `method` (dynamically), for at most `timeout` seconds."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while not self.registered(method):
+                    self._registered.clear()
+                    await self._registered.wait()
 
     async def diagnostics(self, path: RelPath) -> list[lsp.Diagnostic]:
         """Diagnostics final for the text of `path` last sent (it must be open)."""
         if path not in self.documents:
             raise ServerError(f"{self.spec.name}: {path!r} is not open; call put() first")
-        mode = await self._mode()
-        if mode == "pull":
-            results = [await self._pull(path, ident) for ident in self.pull_identifiers]
-            return [d for result in results for d in result]
-        if mode == "tsserver":
-            return await self._tsserver(path)
-        return await self._pushed(path)
-
-    async def _pull(self, path: RelPath, identifier: str | None) -> list[lsp.Diagnostic]:
-        params = {"textDocument": {"uri": self.uri(path)}}
-        if identifier:
-            params["identifier"] = identifier  # type: ignore[assignment]
-        for _ in range(10):
-            try:
-                raw = await self.request("textDocument/diagnostic", params)
-            except ResponseError as error:
-                # The server dropped the request because the text moved on; ask again.
-                if error.code in (SERVER_CANCELLED, CONTENT_MODIFIED):
-                    continue
-                raise
-            report = structure("textDocument/diagnostic", raw)
-            return list(getattr(report, "items", ()) or ())
-        raise ServerError(f"{self.spec.name} kept cancelling diagnostics for {path!r}; retry")
-
-    async def _pushed(self, path: RelPath) -> list[lsp.Diagnostic]:
-        uri, version = self.uri(path), self.documents[path].version
-        published = self._published.get(uri)
-        if published and published[0] is not None and published[0] >= version:
-            return published[1]
-        future: asyncio.Future[list[lsp.Diagnostic]] = asyncio.get_running_loop().create_future()
-        self._waiters.append((uri, version, future))
-        try:
-            return await asyncio.wait_for(future, self.spec.request_timeout)
-        except TimeoutError:
-            raise ServerError(
-                f"{self.spec.name} published no diagnostics for {path!r} version {version} "
-                f"within {self.spec.request_timeout:g} s (a server that publishes without a "
-                "version needs diagnostics='pull' or 'tsserver' in its ServerSpec)"
-            ) from None
-
-    async def _tsserver(self, path: RelPath) -> list[lsp.Diagnostic]:
-        async def ask(kind: str) -> list[lsp.Diagnostic]:
-            params = {"command": "typescript.tsserverRequest",
-                      "arguments": [kind, {"file": self.uri(path)}]}  # fmt: skip
-            raw = await self.request("workspace/executeCommand", params)
-            body = raw.get("body", raw) if isinstance(raw, dict) else raw
-            return [tsserver_diagnostic(d) for d in body or ()]
-
-        # Both sent at once (tsserver answers in order): one round trip instead of two.
-        syntactic, semantic = await asyncio.gather(
-            ask("syntacticDiagnosticsSync"), ask("semanticDiagnosticsSync")
-        )
-        return syntactic + semantic
+        return await self.spec.diagnostics.final(self, path)
 
     async def code_actions(
         self, path: RelPath, diagnostics: Sequence[lsp.Diagnostic]
@@ -461,11 +332,6 @@ class LanguageClient:
     def rss(self) -> int:
         """Resident memory of the server and its child processes, in bytes."""
         return sum(_rss(pid) for pid in _process_tree(self.process.pid))
-
-
-def structure_params(method: str, params: Any) -> Any:
-    params_type = lsp.METHOD_TO_TYPES[method][2]
-    return converter.structure(params, params_type)
 
 
 def _process_tree(pid: int) -> list[int]:

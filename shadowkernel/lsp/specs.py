@@ -3,6 +3,9 @@
 Built-in specs cover the servers shadowkernel knows; users add their own as `ServerSpec`
 values or as dicts in the jupyter-lsp spec format (`argv`, `languages`, `install`,
 `workspace_configuration`, `requires_documents_on_disk`), see `ServerSpec.from_dict`.
+A server's quirks are values its spec names, never names the client checks: how its
+diagnostics become final (a `DiagnosticsMode`, diagnostics.py). A server with a quirk of
+its own is one spec plus one small subclass, side by side.
 
 Commands are looked up in this environment first (`<sys.prefix>/bin` for pip-installed
 servers, `<sys.prefix>/node/node_modules/.bin` for npm ones, as `.ci/setup` installs them),
@@ -15,31 +18,39 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+
+import attrs
 
 from ..errors import NotFound, ServerError
+from .diagnostics import (
+    AutoDiagnostics,
+    DiagnosticsMode,
+    PullDiagnostics,
+    PushDiagnostics,
+    TsserverDiagnostics,
+    diagnostics_mode,
+)
 from .languages import patterns
 
-DiagnosticMode = Literal["auto", "pull", "push", "tsserver"]
 
-
-@dataclass(frozen=True)
+@attrs.frozen
 class ServerSpec:
     """How to run one language server.
 
-    diagnostics: "pull" waits for pull support (static or dynamically registered) and uses
-    `textDocument/diagnostic`; "push" waits for `publishDiagnostics` with the version sent;
-    "tsserver" asks typescript-language-server's tsserver synchronously; "auto" pulls when
-    the server offers it and falls back to push.
+    diagnostics: a `DiagnosticsMode` or the name of a built-in one: "pull" waits for pull
+    support (static or dynamically registered) and uses `textDocument/diagnostic`; "push"
+    waits for `publishDiagnostics` with the version sent; "tsserver" asks
+    typescript-language-server's tsserver synchronously; "auto" pulls when the server
+    offers it and falls back to push.
     quick_fixes: "code-actions" asks the server (textDocument/codeAction); "ruff-data" reads
     them from each diagnostic's `data`, where ruff puts its fix and its noqa edit (one round
     trip less per linted file; the same fixes, tested against ruff's code actions).
-    watch: base-name globs of the files whose changes on disk the server must hear about
-    (workspace/didChangeWatchedFiles); each event costs a server like ruff a re-check.
     patterns: base-name globs of the files it handles; by default those of `languages`
     (languages.py).
+    watch: base-name globs of the files whose changes on disk the server must hear about
+    (workspace/didChangeWatchedFiles); each event costs a server like ruff a re-check.
     search: extra directories (relative to sys.prefix) to find argv[0] in; with
     `search_only`, PATH is not consulted (for names that mean another tool there).
     """
@@ -48,9 +59,9 @@ class ServerSpec:
     argv: tuple[str, ...]
     languages: tuple[str, ...]
     patterns: tuple[str, ...] = ()
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
     initialization_options: Mapping[str, Any] | None = None
-    diagnostics: DiagnosticMode = "auto"
+    diagnostics: DiagnosticsMode = attrs.field(factory=AutoDiagnostics, converter=diagnostics_mode)
     reads_disk: bool = True
     watch: tuple[str, ...] = ("*",)
     quick_fixes: str = "code-actions"
@@ -59,7 +70,7 @@ class ServerSpec:
     search_only: bool = False
     request_timeout: float = 30.0
 
-    def __post_init__(self) -> None:
+    def __attrs_post_init__(self) -> None:
         if not self.argv:
             raise ValueError(f"server spec {self.name!r}: argv is empty; give the command")
         if not self.patterns:
@@ -98,9 +109,7 @@ class ServerSpec:
         return [program, *self.argv[1:]]
 
 
-def find_program(
-    program: str, search: Sequence[str] = (), search_only: bool = False
-) -> str | None:
+def find_program(program: str, search: Sequence[str] = (), search_only: bool = False) -> str | None:
     if os.path.isabs(program):
         return program if os.access(program, os.X_OK) else None
     prefix = Path(sys.prefix)
@@ -129,33 +138,36 @@ def builtin_specs() -> dict[str, ServerSpec]:
     specs = [
         # ruff checks one open document at a time; from disk it reads only its configuration.
         ServerSpec("ruff", ("ruff", "server"), python, install=_PIP.format("ruff"),
-                   watch=("pyproject.toml", "ruff.toml", ".ruff.toml"), quick_fixes="ruff-data"),
-        ServerSpec("pyright", ("pyright-langserver", "--stdio"), python, diagnostics="pull",
-                   search=("node/node_modules/.bin",), search_only=True,
+                   watch=("pyproject.toml", "ruff.toml", ".ruff.toml"),
+                   quick_fixes="ruff-data"),
+        ServerSpec("pyright", ("pyright-langserver", "--stdio"), python,
+                   diagnostics=PullDiagnostics(), search=("node/node_modules/.bin",),
+                   search_only=True,
                    settings={"python": {"analysis": {"diagnosticMode": "openFilesOnly"}}},
                    install=_NPM.format("pyright")),
         ServerSpec("basedpyright", ("basedpyright-langserver", "--stdio"), python,
-                   diagnostics="pull", install=_PIP.format("basedpyright"),
+                   diagnostics=PullDiagnostics(), install=_PIP.format("basedpyright"),
                    settings={"basedpyright": {"analysis": {"diagnosticMode": "openFilesOnly"}}}),
         # ty in push mode never republishes a file whose dependency changed: pull only.
-        ServerSpec("ty", ("ty", "server"), python, diagnostics="pull", install=_PIP.format("ty")),
-        ServerSpec("pylsp", ("pylsp",), python, diagnostics="push",
+        ServerSpec("ty", ("ty", "server"), python, diagnostics=PullDiagnostics(),
+                   install=_PIP.format("ty")),
+        ServerSpec("pylsp", ("pylsp",), python, diagnostics=PushDiagnostics(),
                    install=_PIP.format("python-lsp-server")),
         # pylsp and jedi-language-server debounce linting (0.5 s and 1 s, hard-coded): each
         # answer costs that much; versioned publishes keep it exact.
-        ServerSpec("jedi-language-server", ("jedi-language-server",), python, diagnostics="push",
-                   install=_PIP.format("jedi-language-server")),
+        ServerSpec("jedi-language-server", ("jedi-language-server",), python,
+                   diagnostics=PushDiagnostics(), install=_PIP.format("jedi-language-server")),
         # Publishes without a version, so the final answer comes from tsserver directly.
         ServerSpec("typescript-language-server", ("typescript-language-server", "--stdio"), ts,
-                   diagnostics="tsserver", initialization_options=_ts_options(),
+                   diagnostics=TsserverDiagnostics(), initialization_options=_ts_options(),
                    install=_NPM.format("typescript@5 typescript-language-server")),
         # TypeScript 7 (the Go port) ships its LSP in `tsc`; kept in its own prefix because
         # typescript@5's `tsc` (needed by typescript-language-server) has the same name.
-        ServerSpec("tsgo", ("tsc", "--lsp", "--stdio"), ts, diagnostics="pull",
+        ServerSpec("tsgo", ("tsc", "--lsp", "--stdio"), ts, diagnostics=PullDiagnostics(),
                    search=("node-ts7/node_modules/.bin",), search_only=True,
                    install="bash .ci/setup (or: npm install --prefix <venv>/node-ts7 "
                    "typescript@7)"),
-        ServerSpec("gopls", ("gopls",), ("go",), diagnostics="auto",
+        ServerSpec("gopls", ("gopls",), ("go",),
                    initialization_options={"pullDiagnostics": True},
                    install="go install golang.org/x/tools/gopls@latest (needs Go; put "
                    "$(go env GOPATH)/bin on PATH)"),
@@ -192,4 +204,4 @@ def available_servers() -> dict[str, bool]:
 
 
 def with_settings(spec: ServerSpec, settings: Mapping[str, Any]) -> ServerSpec:
-    return replace(spec, settings=settings)
+    return attrs.evolve(spec, settings=settings)

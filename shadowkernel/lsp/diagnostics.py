@@ -1,0 +1,220 @@
+"""Diagnostics modes: how a server's diagnostics become final for the text just sent.
+
+Servers differ here more than anywhere else: some answer `textDocument/diagnostic` (pull),
+some only publish (push, final when the publish carries the version sent), and
+typescript-language-server publishes without a version, so its answer comes from tsserver
+directly. Each way is one `DiagnosticsMode`; a `ServerSpec` names the one its server needs
+(`diagnostics=PullDiagnostics()`, or a mode's `name`, "pull"), and the client asks it. A
+server with a quirk of its own gets a subclass beside its spec; nothing else changes.
+
+A mode reads the client it is given and nothing else: `client.request`, `client.uri(path)`,
+`client.documents[path]` (text, version), `client.capabilities`, `client.registered(method)`,
+`client.publications` (the publishes heard so far) and `client.spec`.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from lsprotocol import types as lsp
+
+from ..errors import ArgumentError, ServerError
+from ..paths import RelPath
+from .codec import structure
+from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, ResponseError, ServerCrashed
+
+if TYPE_CHECKING:
+    from .client import LanguageClient
+
+Diagnostics = list[lsp.Diagnostic]
+
+
+class DiagnosticsMode(abc.ABC):
+    """One way to get the diagnostics of an open document, final for its last version."""
+
+    name: ClassVar[str]  # what a ServerSpec or a jupyter-lsp dict may call it
+
+    @abc.abstractmethod
+    async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
+        """The diagnostics for the text of `path` last sent to `client` (it is open)."""
+
+
+@dataclass(frozen=True)
+class PullDiagnostics(DiagnosticsMode):
+    """`textDocument/diagnostic` from each provider (static or registered): final by asking.
+    Waits (bounded) for the registration, which servers like pyright send late."""
+
+    name: ClassVar[str] = "pull"
+    retries: int = 10  # requests the server cancelled because the text moved on
+
+    async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
+        results = [await self._pull(client, path, i) for i in await self._providers(client)]
+        return [d for result in results for d in result]
+
+    async def _providers(self, client: LanguageClient) -> list[str | None]:
+        if not pull_identifiers(client):
+            # Registration arrives after `initialized`; wait for it (bounded), not a sleep.
+            await client.wait_for_registration(_PULL, client.spec.request_timeout)
+        if identifiers := pull_identifiers(client):
+            return identifiers
+        raise ServerError(f"{client.spec.name} did not offer pull diagnostics; set "
+                          "diagnostics='push' (or 'auto') in its ServerSpec")  # fmt: skip
+
+    async def _pull(
+        self, client: LanguageClient, path: RelPath, identifier: str | None
+    ) -> Diagnostics:
+        params: dict[str, Any] = {"textDocument": {"uri": client.uri(path)}}
+        if identifier:
+            params["identifier"] = identifier
+        for _ in range(self.retries):
+            try:
+                raw = await client.request(_PULL, params)
+            except ResponseError as error:
+                if error.code in (SERVER_CANCELLED, CONTENT_MODIFIED):
+                    continue  # the server dropped the request because the text moved on
+                raise
+            return list(getattr(structure(_PULL, raw), "items", ()) or ())
+        raise ServerError(f"{client.spec.name} kept cancelling diagnostics for {path!r}; retry")
+
+
+@dataclass(frozen=True)
+class PushDiagnostics(DiagnosticsMode):
+    """Waits for a `publishDiagnostics` that carries the version sent (or a later one)."""
+
+    name: ClassVar[str] = "push"
+
+    async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
+        uri, version = client.uri(path), client.documents[path].version
+        timeout = client.spec.request_timeout
+        try:
+            return await client.publications.wait(uri, version, timeout)
+        except TimeoutError:
+            raise ServerError(
+                f"{client.spec.name} published no diagnostics for {path!r} version {version} "
+                f"within {timeout:g} s (a server that publishes without a "
+                "version needs diagnostics='pull' or 'tsserver' in its ServerSpec)"
+            ) from None
+
+
+@dataclass(frozen=True)
+class AutoDiagnostics(DiagnosticsMode):
+    """Pull when the server offers it by the time it is asked, push otherwise."""
+
+    name: ClassVar[str] = "auto"
+
+    async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
+        mode = PullDiagnostics() if pull_identifiers(client) else PushDiagnostics()
+        return await mode.final(client, path)
+
+
+@dataclass(frozen=True)
+class TsserverDiagnostics(DiagnosticsMode):
+    """typescript-language-server: asks its tsserver synchronously (`executeCommand`), since
+    its publishes carry no version."""
+
+    name: ClassVar[str] = "tsserver"
+
+    async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
+        async def ask(kind: str) -> Diagnostics:
+            params = {"command": "typescript.tsserverRequest",
+                      "arguments": [kind, {"file": client.uri(path)}]}  # fmt: skip
+            raw = await client.request("workspace/executeCommand", params)
+            body = raw.get("body", raw) if isinstance(raw, dict) else raw
+            return [tsserver_diagnostic(d) for d in body or ()]
+
+        # Both sent at once (tsserver answers in order): one round trip instead of two.
+        syntactic, semantic = await asyncio.gather(
+            ask("syntacticDiagnosticsSync"), ask("semanticDiagnosticsSync")
+        )
+        return syntactic + semantic
+
+
+MODES: dict[str, type[DiagnosticsMode]] = {
+    mode.name: mode
+    for mode in (AutoDiagnostics, PullDiagnostics, PushDiagnostics, TsserverDiagnostics)
+}
+
+
+def diagnostics_mode(mode: DiagnosticsMode | str) -> DiagnosticsMode:
+    """A mode, or the name of a built-in one ("auto", "pull", "push", "tsserver")."""
+    if isinstance(mode, DiagnosticsMode):
+        return mode
+    if mode not in MODES:
+        raise ArgumentError(f"diagnostics={mode!r}: give one of {', '.join(MODES)} "
+                            "or a DiagnosticsMode instance")  # fmt: skip
+    return MODES[mode]()
+
+
+_PULL = "textDocument/diagnostic"
+
+
+def pull_identifiers(client: LanguageClient) -> list[str | None]:
+    """One entry per diagnostic provider (static or registered) to pull from."""
+    identifiers: list[str | None] = []
+    static = client.capabilities.diagnostic_provider
+    if static is not None:
+        identifiers.append(getattr(static, "identifier", None))
+    for options in client.registered(_PULL):
+        identifiers.append(options.get("identifier") if isinstance(options, dict) else None)
+    return list(dict.fromkeys(identifiers))
+
+
+_TS_CATEGORY = {"error": 1, "warning": 2, "suggestion": 4, "message": 3}
+
+
+def tsserver_diagnostic(raw: Mapping[str, Any]) -> lsp.Diagnostic:
+    """A tsserver diagnostic (1-based line/offset in UTF-16 units) as an LSP Diagnostic."""
+    start, end = raw["start"], raw["end"]
+    return lsp.Diagnostic(
+        range=lsp.Range(lsp.Position(start["line"] - 1, start["offset"] - 1),
+                        lsp.Position(end["line"] - 1, end["offset"] - 1)),
+        message=raw.get("text", ""),
+        severity=lsp.DiagnosticSeverity(_TS_CATEGORY.get(raw.get("category", "error"), 1)),
+        code=raw.get("code"),
+        source=raw.get("source") or "typescript",
+    )  # fmt: skip
+
+
+class Publications:
+    """What the server published (`publishDiagnostics`) per URI, and who waits for a version.
+    The client feeds it whatever the mode; `PushDiagnostics` reads it."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, tuple[int | None, Diagnostics]] = {}
+        self._waiters: list[tuple[str, int, asyncio.Future[Diagnostics]]] = []
+
+    def record(self, params: lsp.PublishDiagnosticsParams) -> None:
+        self._latest[params.uri] = (params.version, list(params.diagnostics))
+        still = []
+        for uri, version, future in self._waiters:
+            if future.done():
+                continue
+            if uri == params.uri and params.version is not None and params.version >= version:
+                future.set_result(list(params.diagnostics))
+            else:
+                still.append((uri, version, future))
+        self._waiters = still
+
+    async def wait(self, uri: str, version: int, timeout: float) -> Diagnostics:
+        """The diagnostics published for `version` of `uri` or later; TimeoutError if none."""
+        published = self._latest.get(uri)
+        if published and published[0] is not None and published[0] >= version:
+            return published[1]
+        future: asyncio.Future[Diagnostics] = asyncio.get_running_loop().create_future()
+        self._waiters.append((uri, version, future))
+        return await asyncio.wait_for(future, timeout)
+
+    def forget(self, uri: str) -> None:
+        """The document was closed: what was published for it says nothing about its next text."""
+        self._latest.pop(uri, None)
+
+    def fail(self, reason: str) -> None:
+        """The server is gone: every waiter gets ServerCrashed(reason)."""
+        for _, _, future in self._waiters:
+            if not future.done():
+                future.set_exception(ServerCrashed(reason))
+        self._waiters = []
