@@ -33,8 +33,9 @@ from . import navigation
 from .checkers import run_checker
 from .client import LanguageClient, structure
 from .documents import TextIndex, file_uri_path, matches, uri_to_path
+from .fixes import fix_from_action
 from .jsonrpc import ServerCrashed
-from .lints import Edit, Fix, Lint, lint_from_diagnostic, sort_key
+from .lints import Fix, Lint, lint_from_diagnostic, sort_key
 from .specs import ServerSpec, resolve_specs
 
 T = TypeVar("T")
@@ -205,28 +206,13 @@ class LspPool:
     async def _quick_fixes(
         self, client: LanguageClient, path: RelPath, diagnostics: list[lsp.Diagnostic]
     ) -> list[list[lsp.CodeAction]]:
-        """Quick fixes per diagnostic: one request for the whole file when every action says
-        which diagnostics it fixes (ruff and pyright do), else one request per diagnostic."""
+        """Quick fixes per diagnostic, from the source the server's spec names."""
         if not diagnostics:
             return []
-        if client.spec.quick_fixes == "ruff-data":
-            return [ruff_data_fixes(d, client.uri(path)) for d in diagnostics]
-        if len(diagnostics) > 1:
-            actions = await client.code_actions(path, diagnostics)
-            if all(a.diagnostics for a in actions):
-                fixed = [{_diagnostic_key(d) for d in a.diagnostics or ()} for a in actions]
-                pairs = list(zip(actions, fixed, strict=True))
-                return [[a for a, keys in pairs if _diagnostic_key(d) in keys] for d in diagnostics]
-        return [await client.code_actions(path, [d]) for d in diagnostics]
+        return await client.spec.quick_fixes.quick_fixes(client, path, diagnostics)
 
     def _fix(self, client: LanguageClient, action: lsp.CodeAction) -> Fix:
-        resolve = self._resolver(client)
-        edits = []
-        for uri, text_edits in _text_edits(action.edit):
-            path, _, index = resolve(uri)
-            for edit in text_edits:
-                edits.append(Edit(path, *index.span(edit.range), edit.new_text))  # type: ignore[arg-type]
-        return Fix(action.title, tuple(edits))
+        return fix_from_action(self._resolver(client), action)
 
     def _text(self, path: RelPath) -> str:
         if path in self._documents:
@@ -451,38 +437,6 @@ class LspPool:
             raise ServerError("this LspPool is closed; create a new one")
 
 
-def ruff_data_fixes(diagnostic: lsp.Diagnostic, uri: str) -> list[lsp.CodeAction]:
-    """The quick fixes ruff's server would answer for `diagnostic`, built from its `data`
-    (`edits` + `title`: the fix; `noqa_edit`: "Disable for this line")."""
-    data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
-    code = data.get("code") or diagnostic.code
-    found = []
-    if data.get("edits"):
-        found.append((f"Ruff ({code}): {data.get('title', 'Fix')}", data["edits"]))
-    if data.get("noqa_edit"):
-        found.append((f"Ruff ({code}): Disable for this line", [data["noqa_edit"]]))
-    return [
-        lsp.CodeAction(
-            title, kind=lsp.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-            edit=lsp.WorkspaceEdit(changes={uri: [_text_edit(e) for e in edits]}),
-        )  # fmt: skip
-        for title, edits in found
-    ]
-
-
-def _text_edit(raw: Mapping[str, Any]) -> lsp.TextEdit:
-    start, end = raw["range"]["start"], raw["range"]["end"]
-    span = lsp.Range(lsp.Position(start["line"], start["character"]),
-                     lsp.Position(end["line"], end["character"]))  # fmt: skip
-    return lsp.TextEdit(span, raw["newText"])
-
-
-def _diagnostic_key(d: lsp.Diagnostic) -> tuple[object, ...]:
-    """What identifies a diagnostic echoed back in a code action (servers re-encode the rest)."""
-    r = d.range
-    return (r.start.line, r.start.character, r.end.line, r.end.character, str(d.code), d.message)
-
-
 def _hears(client: LanguageClient, path: RelPath) -> bool:
     """Whether `client` must be told that `path` changed on disk."""
     return client.spec.reads_disk and matches(path, client.spec.watch)
@@ -490,16 +444,6 @@ def _hears(client: LanguageClient, path: RelPath) -> bool:
 
 def _with_fixes(lint: Lint, fixes: list[Fix]) -> Lint:
     return replace(lint, fixes=tuple(fixes)) if fixes else lint
-
-
-def _text_edits(edit: lsp.WorkspaceEdit | None) -> list[tuple[str, Sequence[Any]]]:
-    if edit is None:
-        return []
-    found: list[tuple[str, Sequence[Any]]] = list((edit.changes or {}).items())
-    for change in edit.document_changes or ():
-        if isinstance(change, lsp.TextDocumentEdit):
-            found.append((change.text_document.uri, change.edits))
-    return found
 
 
 async def _all(jobs: Sequence[Awaitable[T]]) -> list[T]:

@@ -4,8 +4,9 @@ Built-in specs cover the servers shadowkernel knows; users add their own as `Ser
 values or as dicts in the jupyter-lsp spec format (`argv`, `languages`, `install`,
 `workspace_configuration`, `requires_documents_on_disk`), see `ServerSpec.from_dict`.
 A server's quirks are values its spec names, never names the client checks: how its
-diagnostics become final (a `DiagnosticsMode`, diagnostics.py). A server with a quirk of
-its own is one spec plus one small subclass, side by side.
+diagnostics become final (a `DiagnosticsMode`, diagnostics.py) and where its quick fixes
+come from (a `FixSource`, fixes.py). A server with a quirk of its own is one spec plus one
+small subclass, side by side.
 
 Commands are looked up in this environment first (`<sys.prefix>/bin` for pip-installed
 servers, `<sys.prefix>/node/node_modules/.bin` for npm ones, as `.ci/setup` installs them),
@@ -32,6 +33,7 @@ from .diagnostics import (
     TsserverDiagnostics,
     diagnostics_mode,
 )
+from .fixes import CodeActionFixes, FixSource, RuffDataFixes, fix_source
 from .languages import patterns
 
 
@@ -44,9 +46,10 @@ class ServerSpec:
     waits for `publishDiagnostics` with the version sent; "tsserver" asks
     typescript-language-server's tsserver synchronously; "auto" pulls when the server
     offers it and falls back to push.
-    quick_fixes: "code-actions" asks the server (textDocument/codeAction); "ruff-data" reads
-    them from each diagnostic's `data`, where ruff puts its fix and its noqa edit (one round
-    trip less per linted file; the same fixes, tested against ruff's code actions).
+    quick_fixes: a `FixSource` or the name of a built-in one: "code-actions" asks the server
+    (textDocument/codeAction); "ruff-data" reads them from each diagnostic's `data`, where
+    ruff puts its fix and its noqa edit (one round trip less per linted file; the same
+    fixes, tested against ruff's code actions).
     patterns: base-name globs of the files it handles; by default those of `languages`
     (languages.py).
     watch: base-name globs of the files whose changes on disk the server must hear about
@@ -64,7 +67,7 @@ class ServerSpec:
     diagnostics: DiagnosticsMode = attrs.field(factory=AutoDiagnostics, converter=diagnostics_mode)
     reads_disk: bool = True
     watch: tuple[str, ...] = ("*",)
-    quick_fixes: str = "code-actions"
+    quick_fixes: FixSource = attrs.field(factory=CodeActionFixes, converter=fix_source)
     install: str = ""
     search: tuple[str, ...] = ()
     search_only: bool = False
@@ -92,7 +95,7 @@ class ServerSpec:
             diagnostics=spec.get("diagnostics", "auto"),
             reads_disk=bool(spec.get("requires_documents_on_disk", spec.get("reads_disk", True))),
             watch=tuple(spec.get("watch", ("*",))),
-            quick_fixes=str(spec.get("quick_fixes", "code-actions")),
+            quick_fixes=spec.get("quick_fixes", "code-actions"),
             install=str(install),
             search=tuple(spec.get("search", ())),
             search_only=bool(spec.get("search_only", False)),
@@ -139,7 +142,7 @@ def builtin_specs() -> dict[str, ServerSpec]:
         # ruff checks one open document at a time; from disk it reads only its configuration.
         ServerSpec("ruff", ("ruff", "server"), python, install=_PIP.format("ruff"),
                    watch=("pyproject.toml", "ruff.toml", ".ruff.toml"),
-                   quick_fixes="ruff-data"),
+                   quick_fixes=RuffDataFixes()),
         ServerSpec("pyright", ("pyright-langserver", "--stdio"), python,
                    diagnostics=PullDiagnostics(), search=("node/node_modules/.bin",),
                    search_only=True,
