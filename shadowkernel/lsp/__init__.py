@@ -9,8 +9,9 @@
 from .checkers import CHECKERS, run_checker
 from .lints import COLUMNS, Edit, Fix, Lint, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
-from .pool import LspPool, ServerStatistics
+from .pool import LspPool
 from .specs import ServerSpec, available_servers, builtin_specs
+from .supervisor import ServerStatistics
 
 __all__ = [
     "CHECKERS",

@@ -182,6 +182,16 @@ class LanguageClient:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.endpoint.close("the server was stopped")
 
+    def abandon(self) -> None:
+        """A request saw the server die: kill what is left; it counts as a crash."""
+        self.state = "crashed"
+        self.kill()
+
+    def retire(self) -> asyncio.Task[None]:
+        """Shut down in the background; not alive from now on, so a next use starts afresh."""
+        self.state = "stopping"
+        return asyncio.ensure_future(self.shutdown())
+
     @property
     def alive(self) -> bool:
         return self.state == "running" and self.process.returncode is None

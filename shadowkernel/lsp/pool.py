@@ -9,6 +9,10 @@ calls `sync(documents, changed)`; from then on every answer reflects exactly B@k
 - servers that read the disk hear about `changed` paths via didChangeWatchedFiles;
 - diagnostics are awaited for the version just sent (see client.py), never by a sleep.
 
+The pool is generic: what differs between servers (how diagnostics become final, where
+quick fixes come from, which files they handle) is in their `ServerSpec`; starting,
+restarting and idle-stopping the servers is the `Supervisor`'s (supervisor.py).
+
 Caveats: all public calls are serialised by one lock (the scheduler serves one branch at a
 time anyway). A crashed server is restarted and the interrupted call retried once; a server
 idle for `idle_timeout` seconds is shut down and restarted on the next use.
@@ -19,9 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,29 +34,20 @@ from ..errors import NotFound, PathError, ServerError
 from ..paths import RelPath, rel
 from . import navigation
 from .checkers import run_checker
-from .client import LanguageClient, structure
+from .client import LanguageClient
+from .codec import structure
 from .documents import TextIndex, file_uri_path, matches, uri_to_path
 from .fixes import fix_from_action
 from .jsonrpc import ServerCrashed
 from .lints import Fix, Lint, lint_from_diagnostic, sort_key
 from .specs import ServerSpec, resolve_specs
+from .supervisor import ServerStatistics, Supervisor
 
 T = TypeVar("T")
 
 # Cap on per-diagnostic code-action requests in one lint call (a file with thousands of
 # lints would otherwise cost thousands of round trips for fixes nobody reads).
 MAX_FIX_REQUESTS = 200
-
-
-@dataclass(frozen=True)
-class ServerStatistics:
-    name: str
-    state: str  # "not started", "running", "crashed", "stopped"
-    pid: int | None
-    rss: int
-    starts: int
-    restarts: int
-    open_documents: int
 
 
 class LspPool:
@@ -66,17 +60,11 @@ class LspPool:
         self.root = Path(root).absolute()
         self._roots = tuple(dict.fromkeys((self.root, self.root.resolve())))
         self.specs = resolve_specs(servers)
-        self.idle_timeout = idle_timeout
-        self._clients: dict[str, LanguageClient] = {}
-        self._start_locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._servers = Supervisor(self.specs, self.root, idle_timeout, self._open_staged)
         self._lock = asyncio.Lock()
         self._documents: dict[RelPath, str] = {}
         self._changed: tuple[RelPath, ...] = ()
         self._on_disk: dict[RelPath, bool] = {}
-        self._starts: dict[str, int] = defaultdict(int)
-        self._restarts: dict[str, int] = defaultdict(int)
-        self._idle: dict[str, asyncio.TimerHandle] = {}
-        self._busy: dict[str, int] = defaultdict(int)
         self._closed = False
 
     async def __aenter__(self) -> LspPool:
@@ -94,7 +82,7 @@ class LspPool:
         async with self._lock:
             self._check_open()
             previous, self._documents, self._changed = self._documents, docs, changed_paths
-            clients = [c for c in self._clients.values() if c.alive]
+            clients = self._servers.running()
             watched = [p for p in changed_paths if any(_hears(c, p) for c in clients)]
             events = self._file_events(watched)
             for client in clients:
@@ -151,7 +139,7 @@ class LspPool:
             for spec in self._select(servers):
                 handled = [p for p in targets if matches(p, spec.patterns)]
                 if handled:
-                    jobs.append(self._with_client(spec, self._linter(handled, fixes)))
+                    jobs.append(self._servers.run(spec, self._linter(handled, fixes)))
             results = await _all(jobs)
         return sorted((lint for result in results for lint in result), key=sort_key)
 
@@ -273,8 +261,8 @@ class LspPool:
         async with self._lock:
             self._check_open()
             for spec in self.specs:
-                if (await self._client(spec)).supports("workspace_symbol_provider"):
-                    found += await self._with_client(spec, ask)
+                if (await self._servers.client(spec)).supports("workspace_symbol_provider"):
+                    found += await self._servers.run(spec, ask)
         return found
 
     async def _at(
@@ -322,10 +310,10 @@ class LspPool:
             answer: Any = None
             offered = False
             for spec in candidates:
-                if not (await self._client(spec)).supports(provider):
+                if not (await self._servers.client(spec)).supports(provider):
                     continue
                 offered = True
-                answer = await self._with_client(spec, ask)
+                answer = await self._servers.run(spec, ask)
                 if answer:
                     return answer
             if not offered:
@@ -350,87 +338,23 @@ class LspPool:
 
     # -- servers -----------------------------------------------------------------------------------
 
-    async def _with_client(
-        self, spec: ServerSpec, call: Callable[[LanguageClient], Awaitable[T]]
-    ) -> T:
-        """Run `call` on the server, restarting it and retrying once if it crashes."""
-        for attempt in (1, 2):
-            client = await self._client(spec)
-            self._busy[spec.name] += 1
-            try:
-                return await call(client)
-            except ServerCrashed as error:
-                client.state = "crashed"
-                client.kill()
-                if attempt == 2:
-                    raise ServerError(f"{spec.name} crashed twice in a row: {error}. "
-                                      "See pool.statistics(); check the server's "
-                                      "installation and settings") from error  # fmt: skip
-            finally:
-                self._busy[spec.name] -= 1
-                self._arm_idle(spec.name)
-        raise AssertionError("unreachable")
-
-    async def _client(self, spec: ServerSpec) -> LanguageClient:
-        async with self._start_locks[spec.name]:
-            client = self._clients.get(spec.name)
-            if client is not None and client.alive:
-                return client
-            if client is not None:
-                self._restarts[spec.name] += client.state == "crashed"
-                client.kill()
-            client = await LanguageClient.start(spec, self.root)
-            self._starts[spec.name] += 1
-            self._clients[spec.name] = client
-            for path, text in self._documents.items():
-                if matches(path, spec.patterns):
-                    await client.put(path, text)
-            return client
-
-    def _arm_idle(self, name: str) -> None:
-        if handle := self._idle.pop(name, None):
-            handle.cancel()
-        if not self._closed:
-            loop = asyncio.get_running_loop()
-            self._idle[name] = loop.call_later(self.idle_timeout, self._on_idle, name)
-
-    def _on_idle(self, name: str) -> None:
-        client = self._clients.get(name)
-        if client is None or not client.alive:
-            return
-        if self._busy[name]:
-            self._arm_idle(name)
-            return
-        client.state = "stopping"  # not alive: the next use starts a fresh server
-        asyncio.ensure_future(client.shutdown())
+    async def _open_staged(self, client: LanguageClient) -> None:
+        """A fresh server opens every staged document it handles (see the module docstring)."""
+        for path, text in self._documents.items():
+            if matches(path, client.spec.patterns):
+                await client.put(path, text)
 
     def statistics(self) -> dict[str, ServerStatistics]:
         """Per server of the pool: state, pid, resident memory (with children), restarts."""
-        stats = {}
-        for spec in self.specs:
-            client = self._clients.get(spec.name)
-            running = client is not None and client.alive
-            stats[spec.name] = ServerStatistics(
-                name=spec.name,
-                state=client.state if client else "not started",
-                pid=client.process.pid if running else None,  # type: ignore[union-attr]
-                rss=client.rss() if running else 0,  # type: ignore[union-attr]
-                starts=self._starts[spec.name],
-                restarts=self._restarts[spec.name],
-                open_documents=len(client.documents) if running else 0,  # type: ignore[union-attr]
-            )
-        return stats
+        return self._servers.statistics()
 
     def client(self, name: str) -> LanguageClient | None:
         """The running client of server `name` (for tests and diagnostics)."""
-        return self._clients.get(name)
+        return self._servers.get(name)
 
     async def close(self) -> None:
         self._closed = True
-        for handle in self._idle.values():
-            handle.cancel()
-        clients, self._clients = list(self._clients.values()), {}
-        await asyncio.gather(*(c.shutdown(timeout=3) for c in clients), return_exceptions=True)
+        await self._servers.close()
 
     def _check_open(self) -> None:
         if self._closed:
