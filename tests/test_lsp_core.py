@@ -11,8 +11,21 @@ import pandas as pd
 import pytest
 from lsprotocol import types as lsp
 
-from shadowkernel.errors import ServerError
-from shadowkernel.lsp import COLUMNS, Lint, ServerSpec, lint_table, mark_new
+from shadowkernel.errors import ArgumentError, ServerError
+from shadowkernel.lsp import (
+    COLUMNS,
+    AutoDiagnostics,
+    CodeActionFixes,
+    Lint,
+    LspPool,
+    PullDiagnostics,
+    PushDiagnostics,
+    RuffDataFixes,
+    ServerSpec,
+    TsserverDiagnostics,
+    lint_table,
+    mark_new,
+)
 from shadowkernel.lsp.checkers import parse_cargo, parse_mypy, parse_ruff, parse_tsc
 from shadowkernel.lsp.client import lookup_section
 from shadowkernel.lsp.codec import structure
@@ -112,16 +125,28 @@ def test_configuration_sections_are_looked_up_by_dotted_name() -> None:
 
 def test_ruff_initialize_result_decodes() -> None:
     # cattrs >= 25 cannot decode this notebook selector without our extra hook.
-    raw = {"capabilities": {"notebookDocumentSync": {"notebookSelector": [
-        {"cells": [{"language": "python"}]}]}, "diagnosticProvider": {
-        "identifier": "Ruff", "interFileDependencies": False, "workspaceDiagnostics": False}}}
+    raw = {
+        "capabilities": {
+            "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}]},
+            "diagnosticProvider": {
+                "identifier": "Ruff",
+                "interFileDependencies": False,
+                "workspaceDiagnostics": False,
+            },
+        }
+    }
     result = structure("initialize", raw)
     assert result.capabilities.diagnostic_provider.identifier == "Ruff"
 
 
 def test_tsserver_diagnostics_become_lsp_diagnostics() -> None:
-    raw = {"start": {"line": 2, "offset": 5}, "end": {"line": 2, "offset": 8},
-           "text": "Cannot find name 'y'.", "code": 2304, "category": "error"}
+    raw = {
+        "start": {"line": 2, "offset": 5},
+        "end": {"line": 2, "offset": 8},
+        "text": "Cannot find name 'y'.",
+        "code": 2304,
+        "category": "error",
+    }
     diagnostic = tsserver_diagnostic(raw)
     assert diagnostic.range == lsp.Range(lsp.Position(1, 4), lsp.Position(1, 7))
     assert (diagnostic.code, diagnostic.severity) == (2304, lsp.DiagnosticSeverity.Error)
@@ -244,3 +269,44 @@ def test_resolve_specs_rejects_unknown_and_duplicates() -> None:
         resolve_specs(["ruff", "ruff"])
     assert {"ruff", "pyright", "basedpyright", "ty", "pylsp", "jedi-language-server",
             "typescript-language-server", "tsgo", "gopls"} <= set(builtin_specs())  # fmt: skip
+
+
+def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
+    specs = builtin_specs()
+    assert specs["pyright"].diagnostics == PullDiagnostics()
+    assert specs["pylsp"].diagnostics == PushDiagnostics()
+    assert specs["typescript-language-server"].diagnostics == TsserverDiagnostics()
+    assert specs["gopls"].diagnostics == AutoDiagnostics()
+    assert specs["ruff"].quick_fixes == RuffDataFixes()
+    assert specs["pyright"].quick_fixes == CodeActionFixes()
+    named = ServerSpec.from_dict("x", {"argv": ["x"], "diagnostics": "push",
+                                       "quick_fixes": "ruff-data"})  # fmt: skip
+    assert (named.diagnostics, named.quick_fixes) == (PushDiagnostics(), RuffDataFixes())
+
+
+def test_bad_spec_arguments_are_argument_errors_naming_what_to_give() -> None:
+    with pytest.raises(ArgumentError, match="diagnostics='pulll': give one of auto, pull"):
+        ServerSpec("x", ("x",), ("python",), diagnostics="pulll")
+    with pytest.raises(ArgumentError, match="quick_fixes='ruff': give one of code-actions"):
+        ServerSpec("x", ("x",), ("python",), quick_fixes="ruff")
+    with pytest.raises(ArgumentError, match="argv is empty"):
+        ServerSpec("x", (), ("python",))
+    with pytest.raises(ArgumentError, match="'my-ls': no 'argv'"):
+        resolve_specs([{"name": "my-ls", "languages": ["python"]}])
+    with pytest.raises(
+        ArgumentError, match=r"servers='ruff': give a list of servers, e.g. \['ruff'\]"
+    ):
+        resolve_specs("ruff")  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="3 is not a server"):
+        resolve_specs([3])  # type: ignore[list-item]
+
+
+def test_positions_must_be_one_based(tmp_path: Path) -> None:
+    pool = LspPool(tmp_path, ["ruff"])  # nothing starts: the position is checked first
+    with pytest.raises(ArgumentError, match="line=0, column=1: positions are 1-based"):
+        asyncio.run(pool.definition("m.py", 0, 1))
+
+
+def test_framing_errors_are_server_errors() -> None:
+    with pytest.raises(ServerError, match="valid Content-Length"):
+        content_length(b"Content-Length: twelve\r\n\r\n")

@@ -1,12 +1,30 @@
 """Language servers rooted at the shadow: version-exact diagnostics, navigation, delta lints.
 
+`lsp/` starts language servers (and disk-bound checkers) as child processes with their root
+at the shadow mount, keeps their open documents equal to a branch's staged texts, and turns
+their answers into plain values (`Lint`, `Location`, `Hover`, `Symbol`) with 1-based
+positions. It is generic over servers: each server is a `ServerSpec` (specs.py) that names
+its quirks as strategy values, a `DiagnosticsMode` (diagnostics.py) and a `FixSource`
+(fixes.py), so adding a server is one spec; supervision (start, restart, idle stop) is in
+supervisor.py, the file-extension table in languages.py. It may import the text core,
+`shadowkernel.errors` and `shadowkernel.paths` and nothing above them: not the overlay (it
+sees the shadow only as a folder), nor run/, sched/, workspace/ or the faces.
+
     pool = LspPool(root, ["ruff", "pyright"])
-    await pool.sync(documents, changed)      # the branch's staged texts, paths changed on disk
-    lints = await pool.lint()                # final for exactly those texts
+    await pool.sync(documents, changed)  # the branch's staged texts, paths changed on disk
+    lints = await pool.lint()  # final for exactly those texts
     table = lint_table(lints, "a", 3, mark_new(lints, base_lints, base_texts, new_texts))
 """
 
 from .checkers import CHECKERS, run_checker
+from .diagnostics import (
+    AutoDiagnostics,
+    DiagnosticsMode,
+    PullDiagnostics,
+    PushDiagnostics,
+    TsserverDiagnostics,
+)
+from .fixes import CodeActionFixes, FixSource, RuffDataFixes
 from .lints import COLUMNS, Edit, Fix, Lint, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
 from .pool import LspPool
@@ -16,15 +34,23 @@ from .supervisor import ServerStatistics
 __all__ = [
     "CHECKERS",
     "COLUMNS",
+    "AutoDiagnostics",
+    "CodeActionFixes",
+    "DiagnosticsMode",
     "Edit",
     "Fix",
+    "FixSource",
     "Hover",
     "Lint",
     "Location",
     "LspPool",
+    "PullDiagnostics",
+    "PushDiagnostics",
+    "RuffDataFixes",
     "ServerSpec",
     "ServerStatistics",
     "Symbol",
+    "TsserverDiagnostics",
     "available_servers",
     "builtin_specs",
     "lint_table",

@@ -18,7 +18,7 @@ def _converter() -> Any:
     notebook filter of NotebookDocumentFilterWithCells (ruff's initialize result has one)."""
     converter = get_converter()
     cells = attrs.fields(lsp.NotebookDocumentFilterWithCells).notebook.type
-    notebook = attrs.fields(lsp.NotebookDocumentFilterWithNotebook).notebook.type
+    notebook: Any = attrs.fields(lsp.NotebookDocumentFilterWithNotebook).notebook.type
     converter.register_structure_hook(
         cells, lambda obj, _: None if obj is None else converter.structure(obj, notebook)
     )

@@ -31,6 +31,10 @@ class ServerCrashed(ServerError):
     """The server process ended while a request was in flight (the pool may retry once)."""
 
 
+class FramingError(ServerError, ValueError):
+    """The server's output is not LSP framing: nothing after it can be trusted."""
+
+
 class ResponseError(ServerError):
     """The server answered a request with a JSON-RPC error."""
 
@@ -46,12 +50,12 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def content_length(header: bytes) -> int:
-    """The body length from a header block; raise ValueError when it has none."""
+    """The body length from a header block; FramingError when it has none."""
     for line in header.decode("ascii", "replace").split("\r\n"):
         name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
+        if name.strip().lower() == "content-length" and value.strip().isdigit():
             return int(value.strip())
-    raise ValueError(f"LSP header without Content-Length: {header!r}")
+    raise FramingError(f"LSP header without a valid Content-Length: {header!r}")
 
 
 async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:

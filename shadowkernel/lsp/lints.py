@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 from lsprotocol import types as lsp
 
+from ..errors import ArgumentError
 from ..paths import RelPath
 from .documents import TextIndex
 
@@ -117,8 +118,8 @@ def mark_new(
     for lint in lints:
         mapping = maps.get(lint.path)
         base_line = lint.line if mapping is None else mapping.get(lint.line)
-        slot = (lint.path, base_line, lint.key)
-        if base_line is not None and available[slot] > 0:
+        slot = None if base_line is None else (lint.path, base_line, lint.key)
+        if slot is not None and available[slot] > 0:
             available[slot] -= 1
             flags.append(False)
         else:
@@ -141,7 +142,7 @@ def lint_table(
     `new` is a nullable boolean, NA when no flags are given; `fixes` holds a tuple of `Fix`.
     """
     if new_flags is not None and len(new_flags) != len(lints):
-        raise ValueError(
+        raise ArgumentError(
             f"new_flags has {len(new_flags)} entries for {len(lints)} lints; "
             "pass one flag per lint (see mark_new)"
         )

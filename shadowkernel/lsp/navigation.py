@@ -91,7 +91,8 @@ def hover(index: TextIndex, result: lsp.Hover | None) -> Hover | None:
 def symbols(resolve: Resolver, uri: str, result: object) -> list[Symbol]:
     """Document symbols, hierarchical ones flattened in document order with their container."""
     path, _, index = resolve(uri)
-    return list(_flatten(resolve, path, index, result or [], None))
+    items = result if isinstance(result, list) else []  # None: no symbols
+    return list(_flatten(resolve, path, index, items, None))
 
 
 def _flatten(

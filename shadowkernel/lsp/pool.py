@@ -23,14 +23,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
 
-from ..errors import NotFound, PathError, ServerError
+from ..errors import ArgumentError, NotFound, PathError, ServerError
 from ..paths import RelPath, rel
 from . import navigation
 from .checkers import run_checker
@@ -75,7 +75,9 @@ class LspPool:
 
     # -- branch state ---------------------------------------------------------------------
 
-    async def sync(self, documents: Mapping[str, str], changed: Iterable[str] = ()) -> None:
+    async def sync(
+        self, documents: Mapping[RelPath, str] | Mapping[str, str], changed: Iterable[str] = ()
+    ) -> None:
         """Bring every running server to this state (see the module docstring)."""
         docs = {rel(path): text for path, text in documents.items()}
         changed_paths = tuple(dict.fromkeys(rel(p) for p in changed))
@@ -277,7 +279,8 @@ class LspPool:
     ) -> Any:
         target = rel(path)
         if line < 1 or column < 1:
-            raise ValueError(f"line={line}, column={column}: positions are 1-based")
+            raise ArgumentError(f"line={line}, column={column}: positions are 1-based; "
+                                "the first column of the first line is 1, 1")  # fmt: skip
 
         async def ask(client: LanguageClient) -> Any:
             await client.put(target, self._text(target))
@@ -370,11 +373,11 @@ def _with_fixes(lint: Lint, fixes: list[Fix]) -> Lint:
     return replace(lint, fixes=tuple(fixes)) if fixes else lint
 
 
-async def _all(jobs: Sequence[Awaitable[T]]) -> list[T]:
+async def _all(jobs: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Await concurrently; on the first failure cancel the rest and raise it."""
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(job) for job in jobs]  # type: ignore[arg-type]
+            tasks = [group.create_task(job) for job in jobs]
     except BaseExceptionGroup as failures:
         first: BaseException = failures
         while isinstance(first, BaseExceptionGroup):

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import NotFound, ServerError
+from ..errors import ArgumentError, NotFound, ServerError
 from .diagnostics import (
     AutoDiagnostics,
     DiagnosticsMode,
@@ -75,13 +75,16 @@ class ServerSpec:
 
     def __attrs_post_init__(self) -> None:
         if not self.argv:
-            raise ValueError(f"server spec {self.name!r}: argv is empty; give the command")
+            raise ArgumentError(f"server spec {self.name!r}: argv is empty; give the command")
         if not self.patterns:
             object.__setattr__(self, "patterns", patterns(self.languages))
 
     @classmethod
     def from_dict(cls, name: str, spec: Mapping[str, Any]) -> ServerSpec:
         """A spec from a jupyter-lsp style dict (extra keys of ServerSpec are accepted too)."""
+        if not spec.get("argv"):
+            raise ArgumentError(f"server spec {name!r}: no 'argv'; give the command as a list "
+                                "of strings, e.g. ['pylsp']")  # fmt: skip
         install = spec.get("install", "")
         if isinstance(install, Mapping):  # jupyter-lsp: {"pip": "pip install x", ...}
             install = "; or ".join(str(v) for v in install.values())
@@ -180,22 +183,30 @@ def builtin_specs() -> dict[str, ServerSpec]:
 
 def resolve_specs(servers: Sequence[str | ServerSpec | Mapping[str, Any]]) -> list[ServerSpec]:
     """Names of built-in servers, specs, or {"name": ..., **jupyter-lsp dict} -> specs."""
+    if isinstance(servers, str | Mapping | ServerSpec):
+        raise ArgumentError(f"servers={servers!r}: give a list of servers, e.g. [{servers!r}]")
     known = builtin_specs()
     specs: list[ServerSpec] = []
     for server in servers:
-        if isinstance(server, ServerSpec):
-            spec = server
-        elif isinstance(server, str):
-            if server not in known:
-                raise NotFound(f"servers: unknown language server {server!r}; known: "
-                               f"{', '.join(sorted(known))}, or pass a ServerSpec")  # fmt: skip
-            spec = known[server]
-        else:
-            spec = ServerSpec.from_dict(str(server["name"]), server)
+        spec = _resolve_spec(server, known)
         if any(s.name == spec.name for s in specs):
-            raise ValueError(f"servers: {spec.name!r} is listed twice; give each server once")
+            raise ArgumentError(f"servers: {spec.name!r} is listed twice; give each server once")
         specs.append(spec)
     return specs
+
+
+def _resolve_spec(server: object, known: Mapping[str, ServerSpec]) -> ServerSpec:
+    if isinstance(server, ServerSpec):
+        return server
+    if isinstance(server, str):
+        if server not in known:
+            raise NotFound(f"servers: unknown language server {server!r}; known: "
+                           f"{', '.join(sorted(known))}, or pass a ServerSpec")  # fmt: skip
+        return known[server]
+    if isinstance(server, Mapping) and "name" in server:
+        return ServerSpec.from_dict(str(server["name"]), server)
+    raise ArgumentError(f"servers: {server!r} is not a server; give a built-in server's name, "
+                        "a ServerSpec, or a jupyter-lsp dict with a 'name'")  # fmt: skip
 
 
 def available_servers() -> dict[str, bool]:
