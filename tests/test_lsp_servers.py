@@ -15,13 +15,24 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 
 from shadowkernel.errors import NotFound, ServerError
-from shadowkernel.lsp import Lint, LspPool, ServerSpec, available_servers, mark_new, run_checker
+from shadowkernel.lsp import (
+    Lint,
+    LspPool,
+    PullDiagnostics,
+    ServerSpec,
+    available_servers,
+    builtin_specs,
+    mark_new,
+    run_checker,
+)
 
 T = TypeVar("T")
 INSTALLED = available_servers()
@@ -196,6 +207,28 @@ def test_quick_fixes_per_file_or_from_data_equal_those_asked_per_diagnostic(aio:
     assert batched == one_by_one
     if server == "ruff":
         assert any(batched.values())  # ruff offers fixes here; the comparison is not vacuous
+
+
+@dataclass(frozen=True)
+class OnlyCodes(PullDiagnostics):
+    """A quirk defined outside shadowkernel: pull, then keep only some codes."""
+
+    codes: frozenset[str] = frozenset()
+
+    async def final(self, client: Any, path: Any) -> list[Any]:
+        return [d for d in await super().final(client, path) if str(d.code) in self.codes]
+
+
+@needs("ruff")
+def test_a_server_with_its_own_diagnostics_mode_is_one_spec(aio: Loop, make_pool: Any,
+                                                            tmp_path: Path) -> None:  # fmt: skip
+    only = OnlyCodes(codes=frozenset({"F821"}))
+    spec = attrs.evolve(builtin_specs()["ruff"], name="ruff-F821", diagnostics=only)
+    pool = make_pool(tmp_path, ["ruff", spec])
+    aio.run(pool.sync({"m.py": BROKEN}, []))
+    assert codes(aio.run(pool.lint(servers=["ruff"], fixes=False))) == {"F401", "F821"}
+    assert codes(aio.run(pool.lint(servers=["ruff-F821"], fixes=False))) == {"F821"}
+    assert pool.statistics()["ruff-F821"].state == "running"
 
 
 # -- the cross-file case: interleaved branches equal fresh servers -----------------------------
@@ -404,8 +437,10 @@ def test_navigation_is_one_based_and_workspace_relative(aio: Loop, make_pool: An
     assert hover is not None and "def greet(name: str) -> str" in hover.text
     assert (hover.line, hover.column) == (4, 7)
     symbols = aio.run(pool.symbols("lib.py"))
-    assert [(s.name, s.kind, s.line) for s in symbols][:2] == [("greet", "function", 1),
-                                                              ("name", "variable", 1)]
+    assert [(s.name, s.kind, s.line) for s in symbols][:2] == [
+        ("greet", "function", 1),
+        ("name", "variable", 1),
+    ]
 
 
 @needs("jedi-language-server")
@@ -460,8 +495,10 @@ def test_checkers_parse_into_lint_rows(aio: Loop, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("cargo") is None and not os.path.exists(
-    os.path.expanduser("~/.cargo/bin/cargo")), reason="cargo is not installed (see rustup.rs)")
+@pytest.mark.skipif(
+    shutil.which("cargo") is None and not os.path.exists(os.path.expanduser("~/.cargo/bin/cargo")),
+    reason="cargo is not installed (see rustup.rs)",
+)
 def test_cargo_check_parses_into_lint_rows(aio: Loop, tmp_path: Path) -> None:
     write(tmp_path, {"Cargo.toml": '[package]\nname = "t"\nversion = "0.1.0"\nedition = "2021"\n',
                      "src/main.rs": "fn main() {\n    let x = 1;\n}\n"})  # fmt: skip
