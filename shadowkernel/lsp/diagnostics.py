@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from lsprotocol import types as lsp
 
-from ..errors import ArgumentError, ServerError
+from ..errors import ServerError
 from ..paths import RelPath
 from .codec import structure
 from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, ResponseError, ServerCrashed
@@ -137,16 +137,6 @@ MODES: dict[str, type[DiagnosticsMode]] = {
     mode.name: mode
     for mode in (AutoDiagnostics, PullDiagnostics, PushDiagnostics, TsserverDiagnostics)
 }
-
-
-def diagnostics_mode(mode: DiagnosticsMode | str) -> DiagnosticsMode:
-    """A mode, or the name of a built-in one ("auto", "pull", "push", "tsserver")."""
-    if isinstance(mode, DiagnosticsMode):
-        return mode
-    if mode not in MODES:
-        raise ArgumentError(f"diagnostics={mode!r}: give one of {', '.join(MODES)} "
-                            "or a DiagnosticsMode instance")  # fmt: skip
-    return MODES[mode]()
 
 
 _PULL = "textDocument/diagnostic"

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from lsprotocol import types as lsp
 
-from ..errors import ArgumentError
 from ..paths import RelPath
 from .lints import Edit, Fix
 from .navigation import Resolver
@@ -72,16 +71,6 @@ class RuffDataFixes(FixSource):
 
 
 SOURCES: dict[str, type[FixSource]] = {s.name: s for s in (CodeActionFixes, RuffDataFixes)}
-
-
-def fix_source(source: FixSource | str) -> FixSource:
-    """A source, or the name of a built-in one ("code-actions", "ruff-data")."""
-    if isinstance(source, FixSource):
-        return source
-    if source not in SOURCES:
-        raise ArgumentError(f"quick_fixes={source!r}: give one of {', '.join(SOURCES)} "
-                            "or a FixSource instance")  # fmt: skip
-    return SOURCES[source]()
 
 
 def ruff_data_fixes(diagnostic: lsp.Diagnostic, uri: str) -> list[lsp.CodeAction]:

@@ -20,21 +20,44 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from ..errors import ArgumentError, NotFound, ServerError
 from .diagnostics import (
+    MODES,
     AutoDiagnostics,
     DiagnosticsMode,
     PullDiagnostics,
     PushDiagnostics,
     TsserverDiagnostics,
-    diagnostics_mode,
 )
-from .fixes import CodeActionFixes, FixSource, RuffDataFixes, fix_source
+from .fixes import SOURCES, CodeActionFixes, FixSource, RuffDataFixes
 from .languages import patterns
+
+Strategy = TypeVar("Strategy")
+
+
+def diagnostics_mode(mode: DiagnosticsMode | str) -> DiagnosticsMode:
+    """A mode, or the name of a built-in one ("auto", "pull", "push", "tsserver")."""
+    if isinstance(mode, DiagnosticsMode):
+        return mode
+    return _named("diagnostics", mode, MODES, "DiagnosticsMode")
+
+
+def fix_source(source: FixSource | str) -> FixSource:
+    """A source, or the name of a built-in one ("code-actions", "ruff-data")."""
+    if isinstance(source, FixSource):
+        return source
+    return _named("quick_fixes", source, SOURCES, "FixSource")
+
+
+def _named(argument: str, name: object, known: Mapping[str, type[Strategy]], kind: str) -> Strategy:
+    if not isinstance(name, str) or name not in known:
+        raise ArgumentError(f"{argument}={name!r}: give one of {', '.join(known)} "
+                            f"or a {kind} instance")  # fmt: skip
+    return known[name]()
 
 
 @attrs.frozen
