@@ -29,7 +29,7 @@ from shadowkernel.lsp import (
 from shadowkernel.lsp.checkers import parse_cargo, parse_mypy, parse_ruff, parse_tsc
 from shadowkernel.lsp.client import lookup_section
 from shadowkernel.lsp.codec import structure
-from shadowkernel.lsp.diagnostics import tsserver_diagnostic
+from shadowkernel.lsp.diagnostics import Publications, tsserver_diagnostic
 from shadowkernel.lsp.documents import (
     TextIndex,
     from_character,
@@ -38,8 +38,8 @@ from shadowkernel.lsp.documents import (
     to_character,
     uri_to_path,
 )
-from shadowkernel.lsp.jsonrpc import content_length, encode, read_message
-from shadowkernel.lsp.languages import language_id
+from shadowkernel.lsp.jsonrpc import ServerCrashed, content_length, encode, read_message
+from shadowkernel.lsp.languages import EXTENSIONS, language_id, patterns
 from shadowkernel.lsp.lints import line_map
 from shadowkernel.lsp.specs import builtin_specs, resolve_specs
 
@@ -91,6 +91,55 @@ def test_language_ids_and_patterns() -> None:
     assert language_id("x.tsx") == "typescriptreact"
     assert language_id("README") == "plaintext"
     assert matches("pkg/mod.py", ("*.py",)) and not matches("notes.txt", ("*.py",))
+
+
+def test_one_table_gives_patterns_and_language_ids() -> None:
+    assert patterns(["typescript"]) == ("*.ts", "*.tsx", "*.mts", "*.cts")
+    assert patterns(["python", "go"]) == ("*.py", "*.pyi", "*.go")
+    assert patterns(["cobol"]) == ()
+    for extension, kind in EXTENSIONS.items():  # every pattern's files get a real languageId
+        assert matches(f"a{extension}", patterns([kind.language]))
+        assert language_id(f"a{extension}") == kind.language_id != "plaintext"
+
+
+# -- publishes, as the push mode waits for them ----------------------------------------------
+
+
+def publish(uri: str, version: int | None, message: str) -> lsp.PublishDiagnosticsParams:
+    span = lsp.Range(lsp.Position(0, 0), lsp.Position(0, 1))
+    return lsp.PublishDiagnosticsParams(uri, [lsp.Diagnostic(span, message)], version)
+
+
+def test_publications_answer_only_the_version_sent_or_a_later_one() -> None:
+    async def scenario() -> list[object]:
+        published = Publications()
+        published.record(publish("file:///a.py", 1, "old"))
+        waiting = asyncio.ensure_future(published.wait("file:///a.py", 2, timeout=5))
+        await asyncio.sleep(0)  # one turn of the loop: the waiter registers
+        published.record(publish("file:///a.py", None, "unversioned"))  # proves nothing
+        published.record(publish("file:///b.py", 2, "other file"))
+        pending = not waiting.done()  # a matching publish resolves it at once
+        published.record(publish("file:///a.py", 2, "new"))
+        new = [d.message for d in await waiting]
+        again = [d.message for d in await published.wait("file:///a.py", 2, timeout=5)]
+        published.forget("file:///a.py")
+        with pytest.raises(TimeoutError):
+            await published.wait("file:///a.py", 2, timeout=0.01)
+        return [pending, new, again]
+
+    assert asyncio.run(scenario()) == [True, ["new"], ["new"]]
+
+
+def test_publications_fail_their_waiters_when_the_server_dies() -> None:
+    async def scenario() -> None:
+        published = Publications()
+        waiting = asyncio.ensure_future(published.wait("file:///a.py", 1, timeout=5))
+        await asyncio.sleep(0)  # one turn of the loop: the waiter registers
+        published.fail("ruff: the server exited with code 9")
+        with pytest.raises(ServerCrashed, match="exited with code 9"):
+            await waiting
+
+    asyncio.run(scenario())
 
 
 # -- JSON-RPC framing ----------------------------------------------------------------------
