@@ -8,8 +8,9 @@ directly. Each way is one `DiagnosticsMode`; a `ServerSpec` names the one its se
 server with a quirk of its own gets a subclass beside its spec; nothing else changes.
 
 A mode reads the client it is given and nothing else: `client.request`, `client.uri(path)`,
-`client.documents[path]` (text, version), `client.capabilities`, `client.registered(method)`,
-`client.publications` (the publishes heard so far) and `client.spec`.
+`client.documents[path]` (text, version), `client.capabilities`, `client.registered(method)`
+and `client.wait_for_registration`, `client.publications` (the publishes heard so far) and
+`client.spec`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from .client import LanguageClient
 
 Diagnostics = list[lsp.Diagnostic]
+
+_PULL = "textDocument/diagnostic"
 
 
 class DiagnosticsMode(abc.ABC):
@@ -137,9 +140,6 @@ MODES: dict[str, type[DiagnosticsMode]] = {
     mode.name: mode
     for mode in (AutoDiagnostics, PullDiagnostics, PushDiagnostics, TsserverDiagnostics)
 }
-
-
-_PULL = "textDocument/diagnostic"
 
 
 def pull_identifiers(client: LanguageClient) -> list[str | None]:
