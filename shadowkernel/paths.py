@@ -43,9 +43,19 @@ def join(directory: RelPath, child: str) -> RelPath:
     return RelPath(f"{directory}/{child}" if directory else child)
 
 
-def is_within(path: RelPath, directory: RelPath) -> bool:
-    """True when `path` is `directory` itself or lies below it."""
-    return not directory or path == directory or path.startswith(directory + "/")
+def is_within(path: str | bytes, directory: str | bytes) -> bool:
+    """True when `path` is `directory` itself or lies below it, compared by name (nothing is
+    resolved: give both in the same form). The one check for relative paths (the root `""`
+    holds every path) and absolute ones (`/` holds every path), as str or as bytes."""
+    head, folder = os.fsdecode(path).rstrip("/"), os.fsdecode(directory).rstrip("/")
+    return not folder or head == folder or head.startswith(folder + "/")
+
+
+def relative_to(path: str, directory: str) -> RelPath | None:
+    """Absolute `path` as a RelPath below absolute `directory`, or None when it lies outside."""
+    if not is_within(path, directory):
+        return None
+    return rel(path.rstrip("/")[len(directory.rstrip("/")) :].lstrip("/"))
 
 
 def rebase(path: RelPath, old: RelPath, new: RelPath) -> RelPath:

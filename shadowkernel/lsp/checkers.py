@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import NotFound, ServerError
-from ..paths import rel
+from ..errors import NotFound, PathError, ServerError
+from ..paths import rel, relative_to
 from .lints import Edit, Fix, Lint
 from .specs import find_program
 
@@ -37,14 +37,14 @@ class Checker:
 
 
 def _relative(filename: str, root: Path) -> str:
-    path = Path(filename)
-    if path.is_absolute():
-        with contextlib.suppress(ValueError):
-            return rel(path.relative_to(root).as_posix())
-        with contextlib.suppress(ValueError):
-            return rel(path.relative_to(root.resolve()).as_posix())
-        return filename
-    return rel(filename)
+    if not os.path.isabs(filename):
+        return rel(filename)
+    for folder in (root, root.resolve()):
+        with contextlib.suppress(PathError):  # below it, but through '..': try the next
+            below = relative_to(filename, str(folder))
+            if below is not None:
+                return below
+    return filename
 
 
 def parse_ruff(output: str, root: Path) -> list[Lint]:

@@ -653,18 +653,14 @@ def confine_link(target: bytes, directory: RelPath, root: str, alias: str) -> by
     here = os.fsencode(directory)
     if target.startswith(b"/"):
         where = os.path.normpath(target)
-        return balias + where[len(broot) :] if _inside(where, broot) else target
+        return balias + where[len(broot) :] if is_within(where, broot) else target
     lexical = os.path.normpath(os.path.join(here, target))
     if lexical != b".." and not lexical.startswith(b"../"):
         return target
     where = os.path.normpath(os.path.join(broot, lexical))
-    if _inside(where, broot):
+    if is_within(where, broot):
         return os.path.relpath(balias + where[len(broot) :], os.path.join(balias, here))
     return where
-
-
-def _inside(path: bytes, root: bytes) -> bool:
-    return path == root or path.startswith(root + b"/")
 
 
 def _stat(st: os.stat_result) -> Stat:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ..errors import RunError
 from ..overlay.store import Manifest, Override, freeze, patched
 from ..overlay.upper import read_upper
-from ..paths import ROOT, RelPath, rel
+from ..paths import ROOT, RelPath, is_within, rel
 from .cgroup import PidsCgroup, pids_hierarchy
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
@@ -123,7 +123,7 @@ def _overlay_problem(source: str) -> str | None:
     if any(c in source for c in ",:\\"):
         return f"the folder path {source!r} holds ',', ':' or '\\'"
     scratch = os.path.realpath(scratch_parent())
-    if (scratch + "/").startswith(source.rstrip("/") + "/"):
+    if is_within(scratch, source):
         return f"the scratch directory {scratch} lies inside the folder"
     return None
 

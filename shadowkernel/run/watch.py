@@ -20,6 +20,8 @@ import errno
 import os
 import struct
 
+from ..paths import is_within
+
 FAN_CLOEXEC, FAN_NONBLOCK, FAN_REPORT_DIR_FID = 0x1, 0x2, 0x400
 FAN_MARK_ADD, FAN_MARK_FILESYSTEM = 0x1, 0x100
 FAN_MOVED_FROM, FAN_MOVED_TO, FAN_CREATE, FAN_DELETE = 0x40, 0x80, 0x100, 0x200
@@ -94,7 +96,7 @@ class FolderWatch:
             path = os.readlink(f"/proc/self/fd/{fd}")
         finally:
             os.close(fd)
-        return path == self.folder or path.startswith(self.folder + "/")
+        return is_within(path, self.folder)
 
 
 def _events(chunk: bytes):
