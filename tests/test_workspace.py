@@ -102,7 +102,7 @@ def test_each_staging_makes_a_version_and_bad_input_changes_nothing(ws: sk.Works
 
 
 def _patch(path: str, old: str, new: str) -> str:
-    from shadowkernel.edits import render_diff
+    from shadowkernel.text.patches import render_diff
 
     return render_diff(path, old.encode(), new.encode())
 

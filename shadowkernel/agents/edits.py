@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import ShadowError
+from ..text.blocks import scan_blocks
 
 
 class AgentOutputError(ShadowError, ValueError):
@@ -78,8 +79,11 @@ def normalize(value: Any) -> tuple[Edit, ...]:
 
 
 def _looks_like_edit(value: Mapping[Any, Any]) -> bool:
-    return "kind" in value or "diff" in value or "old" in value or (
-        "path" in value and ("text" in value or "delete" in value)
+    return (
+        "kind" in value
+        or "diff" in value
+        or "old" in value
+        or ("path" in value and ("text" in value or "delete" in value))
     )
 
 
@@ -147,11 +151,6 @@ def describe(edit: Edit) -> str:
 # -- reply text -> edits ------------------------------------------------------------------------
 
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.S | re.M)
-_SEARCH = re.compile(
-    r"^(?P<path>[^\n]*?)\s*\n(?:```[^\n]*\n)?<{5,9} SEARCH[ \t]*\n(?P<old>.*?)^={5,9}[ \t]*\n"
-    r"(?P<new>.*?)^>{5,9} REPLACE[ \t]*$",
-    re.S | re.M,
-)
 _PATH_INFO = re.compile(r"(?:^|\s)(?:path|file)=(\S+)")
 _DELETE = re.compile(r"^DELETE[ \t]+(\S+)[ \t]*$", re.M)
 
@@ -159,19 +158,19 @@ _DELETE = re.compile(r"^DELETE[ \t]+(\S+)[ \t]*$", re.M)
 def parse_reply(text: str) -> tuple[Edit, ...]:
     """Edits in a model's reply, in the order they appear.
 
-    Understood: search/replace blocks (a path line, then `<<<<<<< SEARCH`, old text,
-    `=======`, new text, `>>>>>>> REPLACE`); unified diffs in ```diff fences; whole files in a
-    fence whose info names the path (```python path=pkg/mod.py); `DELETE pkg/mod.py` lines.
-    A reply without any of these proposes no edits. A block that starts but is malformed
-    raises AgentOutputError.
+    Understood: search/replace blocks (`text.blocks`) after a path line; unified diffs in
+    ```diff fences; whole files in a fence whose info names the path
+    (```python path=pkg/mod.py); `DELETE pkg/mod.py` lines. A reply without any of these
+    proposes no edits. A block that starts but is malformed raises AgentOutputError when
+    nothing else in the reply is an edit.
     """
-    found: list[tuple[int, Edit]] = []
-    for m in _SEARCH.finditer(text):
-        path = m["path"].strip().strip("`*#: ").removeprefix("File").strip(": ")
-        found.append((m.start(), Replace(path, m["old"], m["new"])))
-    covered = [(m.start(), m.end()) for m in _SEARCH.finditer(text)]
+    scan = scan_blocks(text)
+    named = [b for b in scan.blocks if b.label is not None]  # a block needs its path line
+    found: list[tuple[int, Edit]] = [
+        (b.start, Replace(_path(b.label or ""), b.search, b.replace)) for b in named
+    ]
     for m in _FENCE.finditer(text):
-        if any(a <= m.start() < b for a, b in covered):
+        if any(b.start <= m.start() < b.end for b in named):
             continue
         info, body = m[1].strip(), m[2]
         path = _PATH_INFO.search(" " + info)
@@ -180,12 +179,17 @@ def parse_reply(text: str) -> tuple[Edit, ...]:
         elif path:
             found.append((m.start(), FullText(path[1], body)))
     found += [(m.start(), Delete(m[1])) for m in _DELETE.finditer(text)]
-    if not found and re.search(r"^<{5,9} SEARCH", text, re.M):
+    if not found and scan.opened:
         raise AgentOutputError(
             "reply has a '<<<<<<< SEARCH' block without its '=======' and '>>>>>>> REPLACE' "
             "lines, or without a path line before it"
         )
     return tuple(edit for _, edit in sorted(found, key=lambda x: x[0]))
+
+
+def _path(label: str) -> str:
+    """The path a block's label line names ('`pkg/m.py`:', '### File: pkg/m.py', ...)."""
+    return label.strip().strip("`*#: ").removeprefix("File").strip(": ")
 
 
 def _clip(text: str, limit: int = 80) -> str:

@@ -1,90 +1,38 @@
-"""Pure document model: URIs and positions (languages: see languages.py).
+"""Pure document model: LSP's positions and edits over the text core (languages: see
+languages.py).
 
 The API speaks 1-based lines and 1-based columns counted in Unicode code points (Python
 `str` indices + 1); LSP speaks 0-based lines and a character offset in the negotiated
-position encoding (UTF-16 unless the server agreed to something else). Everything here is
-plain code without I/O so it can be tested directly.
+position encoding (UTF-16 unless the server agreed to something else). The line-break rule,
+the column units and URI parsing live in `text/` (`positions`, `uris`); this module converts
+lsprotocol values to and from them. Everything here is plain code without I/O.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import pathlib
 import posixpath
-import re
-from typing import Literal
-from urllib.parse import unquote, urlparse
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from lsprotocol import types as lsp
 
-from ..paths import RelPath, rel
+from ..errors import StagingError
+from ..paths import RelPath
+from ..text.edits import Changes, apply_workspace_edit
+from ..text.positions import Encoding, from_character, lines, to_character
+from ..text.uris import file_uri_path, path_to_uri, uri_to_path
 
-Encoding = Literal["utf-8", "utf-16", "utf-32"]
-
-# LSP ends lines at \n, \r\n or \r only; str.splitlines() would also split on \v, \f, \u2028...
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+__all__ = [
+    "Encoding", "TextIndex", "file_uri_path", "from_character", "lines", "matches",
+    "path_to_uri", "to_character", "uri_to_path", "workspace_edit_changes",
+]  # fmt: skip
 
 
 def matches(path: str, patterns: tuple[str, ...]) -> bool:
     """True when the file's base name matches one of the glob patterns (e.g. '*.py')."""
     base = posixpath.basename(path)
     return any(fnmatch.fnmatchcase(base, pattern) for pattern in patterns)
-
-
-def path_to_uri(root: pathlib.Path, path: RelPath) -> str:
-    return (root / path).as_uri()
-
-
-def uri_to_path(roots: tuple[pathlib.Path, ...], uri: str) -> tuple[str, bool]:
-    """(path, in_workspace): a RelPath when the URI lies below one of the roots (the root as
-    given and its resolved form, since servers may resolve symlinks), else the absolute path."""
-    absolute = file_uri_path(uri)
-    for root in roots:
-        try:
-            return rel(pathlib.PurePosixPath(absolute).relative_to(root).as_posix()), True
-        except ValueError:
-            continue
-    return absolute, False
-
-
-def file_uri_path(uri: str) -> str:
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("file", ""):
-        return uri
-    return unquote(parsed.path)
-
-
-def lines(text: str) -> list[str]:
-    return _LINE_BREAK.split(text)
-
-
-def _units(char: str, encoding: Encoding) -> int:
-    code = ord(char)
-    if encoding == "utf-32":
-        return 1
-    if encoding == "utf-16":
-        return 2 if code > 0xFFFF else 1
-    return len(char.encode("utf-8", "surrogatepass"))
-
-
-def to_character(line: str, index: int, encoding: Encoding) -> int:
-    """Code-point index in `line` -> LSP character offset in `encoding`."""
-    if encoding == "utf-32":
-        return min(index, len(line))
-    return sum(_units(c, encoding) for c in line[:index])
-
-
-def from_character(line: str, character: int, encoding: Encoding) -> int:
-    """LSP character offset -> code-point index (clamped to the line; a position inside a
-    surrogate pair or a multi-byte character rounds up to the next code point)."""
-    if encoding == "utf-32":
-        return min(character, len(line))
-    units = 0
-    for index, char in enumerate(line):
-        if units >= character:
-            return index
-        units += _units(char, encoding)
-    return len(line)
 
 
 class TextIndex:
@@ -111,3 +59,26 @@ class TextIndex:
     def span(self, range_: lsp.Range) -> tuple[int, int, int, int]:
         """LSP Range -> 1-based (line, column, end_line, end_column); the end is exclusive."""
         return (*self.from_lsp(range_.start), *self.from_lsp(range_.end))
+
+
+def workspace_edit_changes(
+    edit: Any,
+    to_path: Callable[[str], RelPath],
+    read: Callable[[RelPath], str | None],
+    encoding: Encoding = "utf-16",
+) -> Changes:
+    """Apply an LSP WorkspaceEdit (lsprotocol object or JSON dict) to the texts `read` gives;
+    see `text.edits.apply_workspace_edit`."""
+    return apply_workspace_edit(_as_json(edit), to_path, read, encoding)
+
+
+def _as_json(edit: Any) -> Mapping[str, Any]:
+    if isinstance(edit, Mapping):
+        return edit
+    try:
+        from lsprotocol import converters
+
+        return converters.get_converter().unstructure(edit)  # type: ignore[no-any-return]
+    except Exception as exc:  # any failure means: not a WorkspaceEdit we understand
+        raise StagingError(f"workspace edit: expected an lsprotocol WorkspaceEdit or its JSON "
+                           f"dict, got {type(edit).__name__} ({exc})") from None  # fmt: skip

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..merge import merge3
 from ..paths import RelPath
+from ..text.merge import merge3
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,18 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
-from .. import edits
 from ..errors import ArgumentError, ClosedError, ConflictError, NotFound, ShadowError, StagingError
 from ..lsp import Lint, lint_table, mark_new
+from ..lsp.documents import workspace_edit_changes
 from ..lsp.navigation import Hover, Location, Symbol
 from ..overlay.store import File, Override, freeze
 from ..paths import RelPath, rel
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane, Snapshot
+from ..text import edits, patches
+from ..text.blocks import replace_once
+from ..text.content import decode, encode
+from ..text.uris import uri_to_rel
 from . import arguments, baselints, scratch
 from .accept import Accepted, merge_plan
 from .staging import Version, base_snapshot, staged, version_snapshot
@@ -108,7 +112,7 @@ class Branch:
         old, new = arguments.text("old", old), arguments.text("new", new)
         with self._lock:
             text = self.read(target)
-            return self._stage_text({target: edits.replace_once(text, old, new, target)},
+            return self._stage_text({target: replace_once(text, old, new, target)},
                                     f"replace in {target}")  # fmt: skip
 
     def apply_patch(self, patch: str) -> int:
@@ -117,7 +121,7 @@ class Branch:
         arguments.text("patch", patch)
         with self._lock:
             version = self._versions[-1]
-            changes = edits.apply_patch(patch, lambda p: self._current_text(version, p))
+            changes = patches.apply_patch(patch, lambda p: self._current_text(version, p))
             return self._stage_text(changes, f"patch ({_files(len(changes))})")
 
     def delete(self, path: str) -> int:
@@ -140,9 +144,9 @@ class Branch:
                 changes = self._fix_changes(edit, read)
             else:
                 roots = [self.workspace.root, *(s.mountpoint for s in self.workspace.shadows)]
-                changes = edits.workspace_edit_changes(
+                changes = workspace_edit_changes(
                     edit,
-                    lambda uri: edits.uri_to_rel(uri, roots),
+                    lambda uri: uri_to_rel(uri, roots),
                     read,
                     encoding,  # type: ignore[arg-type]
                 )
@@ -150,7 +154,7 @@ class Branch:
 
     @staticmethod
     def _fix_changes(fix: Any, read: Any) -> edits.Changes:
-        by_path: dict[RelPath, list[edits.TextEdit]] = {}
+        by_path: dict[RelPath, list[edits.Replacement]] = {}
         for e in fix.edits:
             by_path.setdefault(rel(e.path), []).append(e)
         changes: edits.Changes = {}
@@ -162,7 +166,7 @@ class Branch:
         return changes
 
     def _stage_text(self, changes: Mapping[RelPath, str | None], op: str) -> int:
-        data = {p: None if t is None else edits.encode(t, p) for p, t in changes.items()}
+        data = {p: None if t is None else encode(t, p) for p, t in changes.items()}
         return self._stage(data, op)
 
     def _stage(self, data: Mapping[RelPath, bytes | None], op: str) -> int:
@@ -190,7 +194,7 @@ class Branch:
 
     def _current_text(self, version: Version, path: RelPath) -> str | None:
         data = self._current_bytes(version, path)
-        return None if data is None else edits.decode(data, path)
+        return None if data is None else decode(data, path)
 
     # -- views ------------------------------------------------------------------------------------
 
@@ -413,7 +417,7 @@ class Branch:
         """The branch's edits against its base, as a unified diff (git style)."""
         with self._lock:
             files = self._versions[-1].files
-            parts = [edits.render_diff(p, self._bases.get(p), files[p]) for p in sorted(files)]
+            parts = [patches.render_diff(p, self._bases.get(p), files[p]) for p in sorted(files)]
         return Diff("".join(parts))
 
     def accept(self) -> Accepted:

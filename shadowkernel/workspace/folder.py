@@ -13,7 +13,7 @@ import stat
 import tempfile
 
 from ..errors import PathError, StagingError
-from ..paths import RelPath
+from ..paths import RelPath, is_within
 
 DEFAULT_MODE = 0o644
 
@@ -28,7 +28,7 @@ class Folder:
         """Absolute path of `path`; PathError if a symlink on the way leads out."""
         full = os.path.join(self.root, path)
         above = os.path.realpath(os.path.dirname(full))
-        if above != self.root and not above.startswith(self.root + "/"):
+        if not is_within(above, self.root):
             raise PathError(f"path {path!r} leads out of the workspace through a symlink "
                             f"(its folder resolves to {above})")  # fmt: skip
         return full

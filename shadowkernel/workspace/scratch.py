@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 import pathspec
 
-from ..edits import decode
 from ..errors import StagingError
 from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, freeze
 from ..paths import RelPath, join, parent
+from ..text.content import decode
 
 # Never kept as versions: build and tool caches, environments, VCS data.
 USUAL_CACHES = (

@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..edits import decode
 from ..errors import StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Manifest, Override, freeze
 from ..paths import RelPath, parent
 from ..sched import Snapshot
+from ..text.content import decode
 
 DEFAULT_MODE = 0o644
 

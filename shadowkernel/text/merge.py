@@ -5,13 +5,15 @@ and its replacement). Hunks of both sides that overlap or touch form one region;
 changed by one side only takes that side, one changed identically by both takes it once, and
 anything else is a conflict. Adjacent changes count as a conflict (as in git): a merge that
 silently interleaves two edits of neighbouring lines is the kind of surprise accept must not
-produce.
+produce. Lines end where `positions` says (`\\n`, `\\r\\n`, `\\r`).
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+
+from .positions import split_lines
 
 
 @dataclass(frozen=True)
@@ -67,9 +69,9 @@ def side_text(base: list[str], group: list[Change], side: int, lo: int, hi: int)
 
 
 def merge3(base: str, ours: str, theirs: str) -> Merge:
-    b = base.splitlines(keepends=True)
-    both = changes(b, ours.splitlines(keepends=True), 0)
-    both += changes(b, theirs.splitlines(keepends=True), 1)
+    b = split_lines(base)
+    both = changes(b, split_lines(ours), 0)
+    both += changes(b, split_lines(theirs), 1)
     out: list[str] = []
     conflicts: list[tuple[int, int]] = []
     position = 0

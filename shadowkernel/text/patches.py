@@ -1,87 +1,26 @@
-"""Pure edit application: unified diffs, search/replace, LSP text edits, diff rendering.
+"""Unified diffs: parsing, application to texts, and rendering in git's form.
 
-Everything here maps texts to texts and raises `StagingError` naming the file and what did
-not fit; nothing reads or writes files, so a branch can validate a whole edit before it
-makes a new version (bad input leaves the branch unchanged).
+Everything maps texts to texts and raises `StagingError` naming the file and what did not
+fit; nothing reads or writes files, so a branch can validate a whole patch before it makes
+a new version (bad input leaves the branch unchanged).
 
 Caveats: hunks must match their context exactly (no fuzz), but may sit at another line than
 the header says (nearest match wins), and line endings are compared without their `\\r`.
-Git extended headers (renames, modes, binary patches) are not applied: a rename is a
-deletion plus a creation here.
+Lines end where `positions` says (`\\n`, `\\r\\n`, `\\r`). Git extended headers (renames,
+modes, binary patches) are not applied: a rename is a deletion plus a creation here.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import unquote, urlparse
 
-from .errors import PathError, StagingError
-from .lsp.documents import Encoding, from_character
-from .lsp.lints import Edit
-from .paths import RelPath, rel
-
-MAX_TEXT_BYTES = 8 * 2**20  # a source file larger than this is almost surely not source
-
-# What a multi-file edit produces: new text per path, None where the file is deleted.
-Changes = dict[RelPath, str | None]
-
-
-# -- text content -----------------------------------------------------------------------------
-
-
-def decode(data: bytes, path: str) -> str:
-    """Bytes of a file as text, or StagingError saying why it is not editable text."""
-    if len(data) > MAX_TEXT_BYTES:
-        raise StagingError(f"{path}: {len(data)} bytes is over the {MAX_TEXT_BYTES} byte limit "
-                           "for staged text; stage smaller files")  # fmt: skip
-    if b"\0" in data:
-        raise StagingError(f"{path}: binary content (it holds NUL bytes); only text is staged")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise StagingError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def encode(text: str, path: str) -> bytes:
-    """Text to stage as bytes, with the same limits as `decode`."""
-    if not isinstance(text, str):
-        raise StagingError(f"{path}: text must be str, got {type(text).__name__}")
-    if "\0" in text:
-        raise StagingError(f"{path}: binary content (it holds NUL characters); only text is staged")
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise StagingError(f"{path}: text is not encodable as UTF-8 ({exc.reason})") from None
-    if len(data) > MAX_TEXT_BYTES:
-        raise StagingError(f"{path}: {len(data)} bytes is over the {MAX_TEXT_BYTES} byte limit "
-                           "for staged text; stage smaller files")  # fmt: skip
-    return data
-
-
-# -- search / replace ---------------------------------------------------------------------------
-
-
-def replace_once(text: str, old: str, new: str, path: str) -> str:
-    """`text` with the one occurrence of `old` replaced by `new`."""
-    if not old:
-        raise StagingError(f"{path}: the search text is empty; give the text to replace")
-    count = text.count(old)
-    if count != 1:
-        what = "does not occur" if count == 0 else f"occurs {count} times"
-        hint = "check it against the file" if count == 0 else "add lines to make it unique"
-        raise StagingError(f"{path}: the search text {_clip(old)!r} {what}; {hint}")
-    return text.replace(old, new, 1)
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# -- unified diffs ------------------------------------------------------------------------------
+from ..errors import PathError, StagingError
+from ..paths import RelPath, rel
+from .edits import Changes
+from .positions import split_lines
 
 
 @dataclass(frozen=True)
@@ -109,7 +48,7 @@ _NO_NEWLINE = "\\ No newline at end of file"
 
 def parse_patch(patch: str) -> list[FilePatch]:
     """The files of a unified diff (git or plain); StagingError on anything malformed."""
-    lines = patch.splitlines(keepends=True)
+    lines = split_lines(patch)
     files: list[FilePatch] = []
     i = 0
     while i < len(lines):
@@ -239,7 +178,7 @@ def apply_patch(patch: str, read: Callable[[RelPath], str | None]) -> Changes:
 
 
 def apply_hunks(text: str, hunks: Sequence[Hunk], path: str) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
     out: list[str] = []
     position = 0  # index in `lines` up to which everything was copied to `out`
@@ -285,153 +224,6 @@ def _first_lines(lines: Sequence[str], count: int = 3) -> str:
     return repr(shown)[:200] + (" ..." if len(lines) > count else "")
 
 
-# -- LSP text edits -------------------------------------------------------------------------------
-
-
-# A replacement in 1-based lines and code-point columns (end exclusive): the same value a
-# quick fix carries, so fixes apply without translation.
-TextEdit = Edit
-
-
-def apply_text_edits(text: str, edits: Iterable[TextEdit], path: str) -> str:
-    """Apply non-overlapping edits (all positions refer to the original text)."""
-    starts = line_starts(text)
-    spans = sorted(
-        ((_offset(text, starts, e.line, e.column), _offset(text, starts, e.end_line, e.end_column),
-          e) for e in edits),
-        key=lambda s: (s[0], s[1]),
-    )  # fmt: skip
-    out, position = [], 0
-    for begin, end, edit in spans:
-        if end < begin:
-            raise StagingError(f"{path}: edit at {edit.line}:{edit.column} ends before it starts")
-        if begin < position:
-            raise StagingError(f"{path}: edits overlap at line {edit.line}, column {edit.column}")
-        out.append(text[position:begin])
-        out.append(edit.new_text)
-        position = end
-    out.append(text[position:])
-    return "".join(out)
-
-
-def line_starts(text: str) -> list[int]:
-    """Offsets where each line begins (LSP line breaks: \\n, \\r\\n, \\r)."""
-    return [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
-
-
-def _offset(text: str, starts: list[int], line: int, column: int) -> int:
-    if line < 1 or column < 1:
-        raise StagingError(f"edit position {line}:{column}: lines and columns are 1-based")
-    if line > len(starts):
-        return len(text)  # LSP allows positions past the end; they mean the end
-    begin = starts[line - 1]
-    end = starts[line] if line < len(starts) else len(text)
-    content = text[begin:end].rstrip("\r\n")
-    return begin + min(column - 1, len(content))
-
-
-def workspace_edit_changes(
-    edit: Any,
-    to_path: Callable[[str], RelPath],
-    read: Callable[[RelPath], str | None],
-    encoding: Encoding = "utf-16",
-) -> Changes:
-    """Apply an LSP WorkspaceEdit (lsprotocol object or JSON dict) to the texts `read` gives.
-
-    Handles `changes`, `documentChanges` text edits and create/rename/delete file operations,
-    in order. Positions are LSP's: 0-based lines, characters in `encoding`.
-    """
-    data = _as_json(edit)
-    changes: Changes = {}
-
-    def current(path: RelPath) -> str | None:
-        return changes[path] if path in changes else read(path)
-
-    operations: list[dict[str, Any]] = [
-        {"textDocument": {"uri": uri}, "edits": edits}
-        for uri, edits in (data.get("changes") or {}).items()
-    ]
-    operations += list(data.get("documentChanges") or [])
-    if not operations:
-        raise StagingError("workspace edit: it holds no changes")
-    for op in operations:
-        _apply_operation(op, to_path, current, changes, encoding)
-    return changes
-
-
-def _apply_operation(
-    op: Mapping[str, Any],
-    to_path: Callable[[str], RelPath],
-    current: Callable[[RelPath], str | None],
-    changes: Changes,
-    encoding: Encoding,
-) -> None:
-    kind = op.get("kind")
-    if kind == "create":
-        path = to_path(op["uri"])
-        if current(path) is None or not (op.get("options") or {}).get("ignoreIfExists"):
-            changes[path] = ""
-    elif kind == "rename":
-        old, new = to_path(op["oldUri"]), to_path(op["newUri"])
-        text = current(old)
-        if text is None:
-            raise StagingError(f"workspace edit: cannot rename {old!r}, it does not exist")
-        changes[old], changes[new] = None, text
-    elif kind == "delete":
-        changes[to_path(op["uri"])] = None
-    else:
-        path = to_path(op["textDocument"]["uri"])
-        text = current(path)
-        if text is None:
-            raise StagingError(f"workspace edit: {path!r} does not exist")
-        edits = [_lsp_text_edit(text, path, e, encoding) for e in op.get("edits", [])]
-        changes[path] = apply_text_edits(text, edits, path)
-
-
-def _lsp_text_edit(
-    text: str, path: RelPath, edit: Mapping[str, Any], encoding: Encoding
-) -> TextEdit:
-    if "range" not in edit or "newText" not in edit:
-        raise StagingError(f"workspace edit: {path}: a text edit needs 'range' and 'newText'")
-    lines = text.split("\n")
-
-    def position(p: Mapping[str, int]) -> tuple[int, int]:
-        line = int(p["line"])
-        content = lines[line].rstrip("\r") if 0 <= line < len(lines) else ""
-        return line + 1, from_character(content, int(p["character"]), encoding) + 1
-
-    start, end = position(edit["range"]["start"]), position(edit["range"]["end"])
-    return TextEdit(path, *start, *end, edit["newText"])
-
-
-def _as_json(edit: Any) -> dict[str, Any]:
-    if isinstance(edit, Mapping):
-        return dict(edit)
-    try:
-        from lsprotocol import converters
-
-        return converters.get_converter().unstructure(edit)  # type: ignore[no-any-return]
-    except Exception as exc:  # any failure means: not a WorkspaceEdit we understand
-        raise StagingError(f"workspace edit: expected an lsprotocol WorkspaceEdit or its JSON "
-                           f"dict, got {type(edit).__name__} ({exc})") from None  # fmt: skip
-
-
-def uri_to_rel(uri: str, roots: Sequence[str]) -> RelPath:
-    """A file URI below one of `roots` (the shadow mount, the user's folder) as a RelPath."""
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("file", ""):
-        raise PathError(f"uri {uri!r} is not a file URI")
-    absolute = unquote(parsed.path)
-    for root in roots:
-        prefix = root.rstrip("/") + "/"
-        if absolute.startswith(prefix):
-            return rel(absolute[len(prefix) :])
-    raise PathError(f"uri {uri!r} lies outside the workspace ({', '.join(roots)})")
-
-
-# -- rendering ----------------------------------------------------------------------------------
-
-
 def render_diff(path: str, old: bytes | None, new: bytes | None, context: int = 3) -> str:
     """One file's unified diff in git's form (a/, b/, /dev/null), '' when equal."""
     if old == new:
@@ -443,9 +235,7 @@ def render_diff(path: str, old: bytes | None, new: bytes | None, context: int = 
         new_text = "" if new is None else new.decode("utf-8")
     except UnicodeDecodeError:
         return f"diff --git a/{path} b/{path}\nBinary files {a} and {b} differ\n"
-    lines = difflib.unified_diff(
-        old_text.splitlines(keepends=True), new_text.splitlines(keepends=True), a, b, n=context
-    )
+    lines = difflib.unified_diff(split_lines(old_text), split_lines(new_text), a, b, n=context)
     out = []
     for line in lines:
         if line.startswith(("---", "+++")):

@@ -1,4 +1,4 @@
-"""Pure three-way merge."""
+"""Pure three-way merge (text.merge)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from shadowkernel.merge import merge3
+from shadowkernel.text.merge import merge3
 
 BASE = "one\ntwo\nthree\nfour\nfive\nsix\n"
 

@@ -1,0 +1,78 @@
+"""Lines, columns and offsets of a text: the one line-break rule and the LSP column units.
+
+A line ends at `\\n`, `\\r\\n` or `\\r`, as in LSP, and nowhere else (`str.splitlines` would also
+break at `\\v`, `\\f`, `\\x1c`-`\\x1e`, `\\x85`, `\\u2028` and `\\u2029`, which are ordinary
+characters to editors, diffs and language servers). The API speaks 1-based lines and 1-based
+columns counted in code points (Python `str` indices + 1); LSP counts a line's characters in
+the position encoding a server negotiated: UTF-16 units unless it agreed to UTF-8 or UTF-32.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from ..errors import StagingError
+
+Encoding = Literal["utf-8", "utf-16", "utf-32"]
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def lines(text: str) -> list[str]:
+    """The lines of `text` without their line breaks (a final break leaves an empty line)."""
+    return LINE_BREAK.split(text)
+
+
+def line_starts(text: str) -> list[int]:
+    """Offsets where each line begins."""
+    return [0, *(m.end() for m in LINE_BREAK.finditer(text))]
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` with their line breaks, like `str.splitlines(keepends=True)`."""
+    starts = line_starts(text)
+    ends = [*starts[1:], len(text)]
+    return [text[a:b] for a, b in zip(starts, ends, strict=True) if a < b]
+
+
+def offset(text: str, starts: list[int], line: int, column: int) -> int:
+    """The index of 1-based (line, column) in `text`, clamped to the line's content; a line
+    past the end means the end (LSP allows that)."""
+    if line < 1 or column < 1:
+        raise StagingError(f"edit position {line}:{column}: lines and columns are 1-based")
+    if line > len(starts):
+        return len(text)
+    begin = starts[line - 1]
+    end = starts[line] if line < len(starts) else len(text)
+    content = text[begin:end].rstrip("\r\n")
+    return begin + min(column - 1, len(content))
+
+
+def _units(char: str, encoding: Encoding) -> int:
+    code = ord(char)
+    if encoding == "utf-32":
+        return 1
+    if encoding == "utf-16":
+        return 2 if code > 0xFFFF else 1
+    return len(char.encode("utf-8", "surrogatepass"))
+
+
+def to_character(line: str, index: int, encoding: Encoding) -> int:
+    """Code-point index in `line` -> LSP character offset in `encoding`."""
+    if encoding == "utf-32":
+        return min(index, len(line))
+    return sum(_units(c, encoding) for c in line[:index])
+
+
+def from_character(line: str, character: int, encoding: Encoding) -> int:
+    """LSP character offset -> code-point index (clamped to the line; a position inside a
+    surrogate pair or a multi-byte character rounds up to the next code point)."""
+    if encoding == "utf-32":
+        return min(character, len(line))
+    units = 0
+    for index, char in enumerate(line):
+        if units >= character:
+            return index
+        units += _units(char, encoding)
+    return len(line)

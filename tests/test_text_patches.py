@@ -1,0 +1,96 @@
+"""Unified diffs (text.patches): parse, apply, render."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from shadowkernel.errors import PathError, StagingError
+from shadowkernel.text.patches import apply_patch, parse_patch, render_diff
+
+
+def reader(files: dict[str, str]):
+    return lambda path: files.get(path)
+
+
+# -- unified diffs ------------------------------------------------------------------------------------
+
+
+def random_text(rng: random.Random) -> str:
+    words = ["alpha", "beta", "", "gamma", "x = 1", "def f():", "    return 2"]
+    lines = [rng.choice(words) for _ in range(rng.randint(0, 12))]
+    text = "\n".join(lines)
+    return text + "\n" if rng.random() < 0.7 and text else text
+
+
+def mutate(rng: random.Random, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    for _ in range(rng.randint(0, 4)):
+        at = rng.randint(0, len(lines))
+        if rng.random() < 0.5 and lines and at < len(lines):
+            del lines[at]
+        else:
+            lines.insert(at, f"new {rng.randint(0, 99)}\n")
+    out = "".join(lines)
+    return out.rstrip("\n") if rng.random() < 0.2 else out
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_render_then_apply_round_trips(seed: int) -> None:
+    rng = random.Random(seed)
+    old = random_text(rng)
+    new = mutate(rng, old)
+    patch = render_diff("m.py", old.encode(), new.encode(), context=rng.randint(0, 3))
+    if old == new:
+        assert patch == ""
+        return
+    assert apply_patch(patch, reader({"m.py": old})) == {"m.py": new}
+
+
+def test_patch_creates_and_deletes_files() -> None:
+    patch = render_diff("new.py", None, b"x = 1\n") + render_diff("old.py", b"y\n", None)
+    assert apply_patch(patch, reader({"old.py": "y\n"})) == {"new.py": "x = 1\n", "old.py": None}
+
+
+def test_plain_diff_without_git_prefixes() -> None:
+    patch = "--- m.py\n+++ m.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert apply_patch(patch, reader({"m.py": "a\n"})) == {"m.py": "b\n"}
+
+
+def test_hunk_applies_where_its_context_moved() -> None:
+    patch = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n"
+    text = "top\nmore\nx\ny\n"
+    assert apply_patch(patch, reader({"m.py": text})) == {"m.py": "top\nmore\nx\nz\n"}
+
+
+def test_crlf_files_keep_their_line_ends() -> None:
+    patch = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+    assert apply_patch(patch, reader({"m.py": "a\r\nb\r\n"})) == {"m.py": "a\r\nc\r\n"}
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ("just prose", "no file headers"),
+        ("--- a/m.py\nnot a plus line\n", "without a '\\+\\+\\+'"),
+        ("--- a/m.py\n+++ b/m.py\n", "no hunks"),
+        ("--- a/m.py\n+++ b/m.py\n@@ bogus @@\n", "malformed hunk header"),
+        ("--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n a\n", "ends early"),
+        ("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-nope\n+b\n", "does not apply to m.py"),
+        ("--- a/gone.py\n+++ b/gone.py\n@@ -1 +1 @@\n-a\n+b\n", "does not exist"),
+        ("--- /dev/null\n+++ b/m.py\n@@ -0,0 +1 @@\n+b\n", "already exists"),
+    ],
+)
+def test_malformed_patches_are_refused(patch: str, message: str) -> None:
+    with pytest.raises(StagingError, match=message):
+        apply_patch(patch, reader({"m.py": "a\nb\n"}))
+
+
+def test_patch_path_outside_the_workspace_is_a_path_error() -> None:
+    with pytest.raises(PathError, match="leaves the workspace"):
+        parse_patch("--- a/../x.py\n+++ b/../x.py\n@@ -1 +1 @@\n-a\n+b\n")
+
+
+def test_render_diff_of_binary_content_says_so() -> None:
+    assert "Binary files" in render_diff("f.bin", b"\xff", b"\xfe")
