@@ -164,13 +164,12 @@ def parse_reply(text: str) -> tuple[Edit, ...]:
     proposes no edits. A block that starts but is malformed raises AgentOutputError when
     nothing else in the reply is an edit.
     """
-    scan = scan_blocks(text)
-    named = [b for b in scan.blocks if b.label is not None]  # a block needs its path line
+    scan = scan_blocks(text, labelled=True)  # the label line names the file
     found: list[tuple[int, Edit]] = [
-        (b.start, Replace(_path(b.label or ""), b.search, b.replace)) for b in named
+        (b.start, Replace(_path(b.label or ""), b.search, b.replace)) for b in scan.blocks
     ]
     for m in _FENCE.finditer(text):
-        if any(b.start <= m.start() < b.end for b in named):
+        if any(b.start <= m.start() < b.end for b in scan.blocks):
             continue
         info, body = m[1].strip(), m[2]
         path = _PATH_INFO.search(" " + info)

@@ -12,7 +12,9 @@ Marker lines stand alone (trailing whitespace allowed) with 5 to 9 `<` and `=`, 
 `>`: models vary the count, and IPython strips doctest prompts (`>>>`) from the start of cell
 lines before a cell magic sees them, which turns `>>>>>>> REPLACE` into `>>>> REPLACE`. Text
 between blocks is ignored; the non-blank line just before a block (skipping a code fence
-opened right before it) is its `label`, which a model's reply uses for the path.
+opened right before it) is its `label`. A model's reply names the file there, so when
+scanned `labelled` a SEARCH line with no line before it (since the text's start or the last
+block) is prose, not a block.
 
 `scan_blocks` never raises: a marker that does not fit where it stands is kept as text of
 the open block and reported as a problem, so a lenient reader (a model's reply) takes what it
@@ -48,11 +50,15 @@ class Block:
 class Scan:
     blocks: tuple[Block, ...]
     problems: tuple[str, ...]  # what did not fit, in line order
-    opened: bool  # whether any SEARCH marker was seen
+    opened: bool  # whether any SEARCH line was seen
 
 
-def scan_blocks(text: str) -> Scan:
-    """The blocks of `text` and the problems met on the way (see the module docstring)."""
+def scan_blocks(text: str, *, labelled: bool = False) -> Scan:
+    """The blocks of `text` and the problems met on the way (see the module docstring).
+
+    `labelled`: a block needs a line before it (since the text's start or the last block),
+    as a model's reply names the file there; a SEARCH line without one is prose.
+    """
     lines, starts = split_lines(text), line_starts(text)
     blocks: list[Block] = []
     problems: list[str] = []
@@ -64,7 +70,9 @@ def scan_blocks(text: str) -> Scan:
         number, marker = index + 1, line.rstrip()
         if part is None:
             if _SEARCH.fullmatch(marker):
-                part, search, opened_at, opened = [], None, index, True
+                opened = True
+                if index > gap_start or not labelled:
+                    part, search, opened_at = [], None, index
             elif _REPLACE.fullmatch(marker):
                 problems.append(f"line {number}: {REPLACE!r} without {SEARCH!r} and "
                                 f"{DIVIDER!r} before it")  # fmt: skip
