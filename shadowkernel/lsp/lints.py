@@ -16,6 +16,7 @@ from lsprotocol import types as lsp
 
 from ..errors import ArgumentError
 from ..paths import RelPath
+from ..text.edits import TextEdit as Edit  # one replacement a quick fix would make
 from .documents import TextIndex
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
@@ -24,18 +25,6 @@ COLUMNS = (
     "branch", "version", "path", "line", "column", "end_line", "end_column",
     "severity", "code", "source", "message", "new", "fixes",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One text replacement a quick fix would make (1-based, end exclusive)."""
-
-    path: RelPath
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    new_text: str
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import StagingError
 from ..paths import RelPath
@@ -21,24 +21,10 @@ from .positions import Encoding, from_character, line_starts, lines, offset
 Changes = dict[RelPath, str | None]
 
 
-class Replacement(Protocol):
-    """Anything shaped like a `TextEdit` (a lint's quick-fix edit is one)."""
-
-    @property
-    def line(self) -> int: ...
-    @property
-    def column(self) -> int: ...
-    @property
-    def end_line(self) -> int: ...
-    @property
-    def end_column(self) -> int: ...
-    @property
-    def new_text(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class TextEdit:
-    """One replacement in 1-based lines and code-point columns (the end is exclusive)."""
+    """One replacement in 1-based lines and code-point columns (the end is exclusive); the
+    edits of a lint's quick fix (`lsp.Edit`) are these."""
 
     path: RelPath
     line: int
@@ -48,7 +34,7 @@ class TextEdit:
     new_text: str
 
 
-def apply_text_edits(text: str, edits: Iterable[Replacement], path: str) -> str:
+def apply_text_edits(text: str, edits: Iterable[TextEdit], path: str) -> str:
     """Apply non-overlapping edits (all positions refer to the original text)."""
     starts = line_starts(text)
     spans = sorted(

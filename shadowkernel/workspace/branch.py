@@ -154,7 +154,7 @@ class Branch:
 
     @staticmethod
     def _fix_changes(fix: Any, read: Any) -> edits.Changes:
-        by_path: dict[RelPath, list[edits.Replacement]] = {}
+        by_path: dict[RelPath, list[edits.TextEdit]] = {}
         for e in fix.edits:
             by_path.setdefault(rel(e.path), []).append(e)
         changes: edits.Changes = {}
