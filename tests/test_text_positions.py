@@ -18,7 +18,7 @@ NOT_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 def test_split_lines_breaks_only_at_lsp_line_breaks() -> None:
     text = "a\r\nb\rc\nd\x0ce\u2028f"
-    assert split_lines(text) == ["a\r\n", "b\r", "c\n", "d\x0ce\u2028f"]
+    assert split_lines(text, keepends=True) == ["a\r\n", "b\r", "c\n", "d\x0ce\u2028f"]
     assert lines(text) == ["a", "b", "c", "d\x0ce\u2028f"]
     assert line_starts(text) == [0, 3, 5, 7]
 
@@ -27,17 +27,25 @@ def test_split_lines_breaks_only_at_lsp_line_breaks() -> None:
 def test_split_lines_agrees_with_lines_and_line_starts(seed: int) -> None:
     rng = random.Random(seed)
     text = "".join(rng.choice(["a", "é", "\n", "\r", "\r\n", *NOT_BREAKS]) for _ in range(30))
-    parts = split_lines(text)
+    parts = split_lines(text, keepends=True)
     assert "".join(parts) == text
     assert [len("".join(parts[:k])) for k in range(len(parts))] == line_starts(text)[: len(parts)]
     assert [part.rstrip("\r\n") for part in parts] == lines(text)[: len(parts)]
     assert not any(c in "\r\n" for part in parts for c in part.rstrip("\r\n"))
 
 
+@pytest.mark.parametrize("seed", range(50))
+def test_split_lines_is_splitlines_where_both_rules_agree(seed: int) -> None:
+    rng = random.Random(seed)
+    text = "".join(rng.choice(["a", "é", " ", "\n", "\r", "\r\n"]) for _ in range(30))
+    assert split_lines(text) == text.splitlines()
+    assert split_lines(text, keepends=True) == text.splitlines(keepends=True)
+
+
 def test_split_lines_of_empty_and_final_break() -> None:
-    assert split_lines("") == []
-    assert split_lines("a\n") == ["a\n"]
-    assert split_lines("a\n\n") == ["a\n", "\n"]
+    assert split_lines("", keepends=True) == []
+    assert split_lines("a\n", keepends=True) == ["a\n"]
+    assert split_lines("a\n\n", keepends=True) == ["a\n", "\n"]
 
 
 def test_offset_is_one_based_clamps_to_the_line_and_past_the_end() -> None:

@@ -32,6 +32,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..text import positions
 from . import edits as E
 from .observation import LintShown, Observation
 
@@ -108,7 +109,7 @@ class SimulatedAgent:
         text = obs.files.get(lint.path)
         if text is None:
             return [E.FullText(p, t) for p, t in obs.files.items()][:1]
-        lines = text.splitlines(keepends=True)
+        lines = positions.split_lines(text, keepends=True)
         line = lines[lint.line - 1] if 0 < lint.line <= len(lines) else ""
         if line.lstrip().startswith(("import ", "from ")) and text.count(line) == 1:
             return [E.Replace(lint.path, line, "")]
@@ -166,7 +167,7 @@ def lint_mistake(original: str, solved: str) -> str | None:
         typo = node.id[:-2] + node.id[-1] + node.id[-2]
         if typo in defined or typo == node.id:
             continue
-        lines = solved.splitlines(keepends=True)
+        lines = positions.split_lines(solved, keepends=True)
         line = lines[node.lineno - 1]
         start = len(line.encode()[: node.col_offset].decode())
         lines[node.lineno - 1] = line[:start] + typo + line[start + len(node.id):]
@@ -176,15 +177,15 @@ def lint_mistake(original: str, solved: str) -> str | None:
 
 def silent_mistake(original: str) -> str:
     """A plausible edit that fixes nothing: the original text with a reassuring comment."""
-    lines = original.splitlines(keepends=True)
+    lines = positions.split_lines(original, keepends=True)
     at = next((i for i, line in enumerate(lines) if line.startswith("def ")), 0)
     return "".join([*lines[:at], "# handles the edge cases\n", *lines[at:]])
 
 
 def _changed_lines(original: str, solved: str) -> set[int]:
     """1-based line numbers of `solved` that are not in `original` (inserted or replaced)."""
-    matcher = difflib.SequenceMatcher(a=original.splitlines(), b=solved.splitlines(),
-                                      autojunk=False)  # fmt: skip
+    old, new = positions.split_lines(original), positions.split_lines(solved)
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     changed: set[int] = set()
     for tag, _, _, j1, j2 in matcher.get_opcodes():
         if tag in ("replace", "insert"):

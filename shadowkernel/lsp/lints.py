@@ -17,6 +17,7 @@ from lsprotocol import types as lsp
 from ..errors import ArgumentError
 from ..paths import RelPath
 from ..text.edits import TextEdit as Edit  # one replacement a quick fix would make
+from ..text.positions import split_lines
 from .documents import TextIndex
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
@@ -79,7 +80,7 @@ def lint_from_diagnostic(
 def line_map(base_text: str, new_text: str) -> dict[int, int]:
     """1-based line in the new text -> 1-based line in the base, for lines the diff keeps."""
     matcher = difflib.SequenceMatcher(
-        a=base_text.splitlines(), b=new_text.splitlines(), autojunk=False
+        a=split_lines(base_text), b=split_lines(new_text), autojunk=False
     )
     mapping: dict[int, int] = {}
     for block in matcher.get_matching_blocks():

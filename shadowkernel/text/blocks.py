@@ -59,7 +59,7 @@ def scan_blocks(text: str, *, labelled: bool = False) -> Scan:
     `labelled`: a block needs a line before it (since the text's start or the last block),
     as a model's reply names the file there; a SEARCH line without one is prose.
     """
-    lines, starts = split_lines(text), line_starts(text)
+    lines, starts = split_lines(text, keepends=True), line_starts(text)
     blocks: list[Block] = []
     problems: list[str] = []
     part: list[str] | None = None  # the lines of the part being read, None outside a block

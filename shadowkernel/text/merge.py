@@ -69,9 +69,9 @@ def side_text(base: list[str], group: list[Change], side: int, lo: int, hi: int)
 
 
 def merge3(base: str, ours: str, theirs: str) -> Merge:
-    b = split_lines(base)
-    both = changes(b, split_lines(ours), 0)
-    both += changes(b, split_lines(theirs), 1)
+    b = split_lines(base, keepends=True)
+    both = changes(b, split_lines(ours, keepends=True), 0)
+    both += changes(b, split_lines(theirs, keepends=True), 1)
     out: list[str] = []
     conflicts: list[tuple[int, int]] = []
     position = 0

@@ -48,7 +48,7 @@ _NO_NEWLINE = "\\ No newline at end of file"
 
 def parse_patch(patch: str) -> list[FilePatch]:
     """The files of a unified diff (git or plain); StagingError on anything malformed."""
-    lines = split_lines(patch)
+    lines = split_lines(patch, keepends=True)
     files: list[FilePatch] = []
     i = 0
     while i < len(lines):
@@ -178,7 +178,7 @@ def apply_patch(patch: str, read: Callable[[RelPath], str | None]) -> Changes:
 
 
 def apply_hunks(text: str, hunks: Sequence[Hunk], path: str) -> str:
-    lines = split_lines(text)
+    lines = split_lines(text, keepends=True)
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
     out: list[str] = []
     position = 0  # index in `lines` up to which everything was copied to `out`
@@ -235,7 +235,9 @@ def render_diff(path: str, old: bytes | None, new: bytes | None, context: int = 
         new_text = "" if new is None else new.decode("utf-8")
     except UnicodeDecodeError:
         return f"diff --git a/{path} b/{path}\nBinary files {a} and {b} differ\n"
-    lines = difflib.unified_diff(split_lines(old_text), split_lines(new_text), a, b, n=context)
+    lines = difflib.unified_diff(
+        split_lines(old_text, keepends=True), split_lines(new_text, keepends=True), a, b, n=context
+    )
     out = []
     for line in lines:
         if line.startswith(("---", "+++")):

@@ -29,11 +29,12 @@ def line_starts(text: str) -> list[int]:
     return [0, *(m.end() for m in LINE_BREAK.finditer(text))]
 
 
-def split_lines(text: str) -> list[str]:
-    """The lines of `text` with their line breaks, like `str.splitlines(keepends=True)`."""
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """`str.splitlines` with LSP's line breaks (no empty line after a final break)."""
     starts = line_starts(text)
     ends = [*starts[1:], len(text)]
-    return [text[a:b] for a, b in zip(starts, ends, strict=True) if a < b]
+    parts = [text[a:b] for a, b in zip(starts, ends, strict=True) if a < b]
+    return parts if keepends else [part.rstrip("\r\n") for part in parts]
 
 
 def offset(text: str, starts: list[int], line: int, column: int) -> int:
