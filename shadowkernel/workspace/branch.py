@@ -30,6 +30,7 @@ from ..sched import Lane, Snapshot
 from ..text import edits, patches
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
+from ..text.positions import split_lines
 from ..text.uris import uri_to_rel
 from . import arguments, baselints, scratch
 from .accept import Accepted, merge_plan
@@ -47,7 +48,7 @@ class Diff(str):
     def _repr_html_(self) -> str:
         colors = {"+": "#e6ffec", "-": "#ffebe9", "@": "#ddf4ff"}
         rows = []
-        for line in self.splitlines():
+        for line in split_lines(self):
             color = colors.get(line[:1], "") if not line.startswith(("+++", "---")) else ""
             style = f' style="background:{color}"' if color else ""
             rows.append(f"<div{style}>{html.escape(line) or '&nbsp;'}</div>")
