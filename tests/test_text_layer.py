@@ -36,5 +36,5 @@ def test_text_imports_nothing_above_it() -> None:
 
 
 def test_the_walk_sees_relative_imports() -> None:
-    names = imports(Path(shadowkernel.text.__file__).parent / "edits.py")
+    names = imports(Path(shadowkernel.text.__file__).parent / "ranges.py")
     assert {"shadowkernel.errors", "shadowkernel.paths", "shadowkernel.text.positions"} <= names

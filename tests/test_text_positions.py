@@ -7,10 +7,10 @@ import random
 import pytest
 
 from shadowkernel.errors import StagingError
-from shadowkernel.text.edits import apply_workspace_edit
 from shadowkernel.text.merge import merge3
 from shadowkernel.text.patches import apply_patch, render_diff
 from shadowkernel.text.positions import line_starts, lines, offset, split_lines
+from shadowkernel.text.ranges import apply_workspace_edit
 
 # characters str.splitlines() breaks at but LSP, diffs and editors do not
 NOT_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"

@@ -19,8 +19,8 @@ from lsprotocol import types as lsp
 
 from ..errors import StagingError
 from ..paths import RelPath
-from ..text.edits import Changes, apply_workspace_edit
 from ..text.positions import Encoding, from_character, lines, to_character
+from ..text.ranges import Changes, apply_workspace_edit
 from ..text.uris import file_uri_path, path_to_uri, uri_to_path
 
 __all__ = [
@@ -68,7 +68,7 @@ def workspace_edit_changes(
     encoding: Encoding = "utf-16",
 ) -> Changes:
     """Apply an LSP WorkspaceEdit (lsprotocol object or JSON dict) to the texts `read` gives;
-    see `text.edits.apply_workspace_edit`."""
+    see `text.ranges.apply_workspace_edit`."""
     return apply_workspace_edit(_as_json(edit), to_path, read, encoding)
 
 

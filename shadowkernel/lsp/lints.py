@@ -16,8 +16,8 @@ from lsprotocol import types as lsp
 
 from ..errors import ArgumentError
 from ..paths import RelPath
-from ..text.edits import TextEdit as Edit  # one replacement a quick fix would make
 from ..text.positions import split_lines
+from ..text.ranges import TextEdit as Edit  # one replacement a quick fix would make
 from .documents import TextIndex
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from ..errors import PathError, StagingError
 from ..paths import RelPath, rel
-from .edits import Changes
 from .positions import split_lines
+from .ranges import Changes
 
 
 @dataclass(frozen=True)

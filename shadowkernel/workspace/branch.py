@@ -27,7 +27,7 @@ from ..overlay.store import File, Override, freeze
 from ..paths import RelPath, rel
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane, Snapshot
-from ..text import edits, patches
+from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
 from ..text.positions import split_lines
@@ -154,16 +154,16 @@ class Branch:
             return self._stage_text(changes, f"edit ({_files(len(changes))})")
 
     @staticmethod
-    def _fix_changes(fix: Any, read: Any) -> edits.Changes:
-        by_path: dict[RelPath, list[edits.TextEdit]] = {}
+    def _fix_changes(fix: Any, read: Any) -> ranges.Changes:
+        by_path: dict[RelPath, list[ranges.TextEdit]] = {}
         for e in fix.edits:
             by_path.setdefault(rel(e.path), []).append(e)
-        changes: edits.Changes = {}
+        changes: ranges.Changes = {}
         for path, text_edits in by_path.items():
             text = read(path)
             if text is None:
                 raise StagingError(f"fix {fix.title!r}: {path!r} does not exist")
-            changes[path] = edits.apply_text_edits(text, text_edits, path)
+            changes[path] = ranges.apply_text_edits(text, text_edits, path)
         return changes
 
     def _stage_text(self, changes: Mapping[RelPath, str | None], op: str) -> int:

@@ -1,4 +1,4 @@
-"""Range edits and WorkspaceEdit JSON (text.edits), and lsp/'s lsprotocol adapter."""
+"""Range edits and WorkspaceEdit JSON (text.ranges), and lsp/'s lsprotocol adapter."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from shadowkernel.errors import PathError, StagingError
 from shadowkernel.lsp.documents import workspace_edit_changes
-from shadowkernel.text.edits import TextEdit, apply_text_edits, apply_workspace_edit
+from shadowkernel.text.ranges import TextEdit, apply_text_edits, apply_workspace_edit
 from shadowkernel.text.uris import uri_to_rel
 
 
