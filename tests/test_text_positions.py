@@ -38,8 +38,12 @@ def test_split_lines_agrees_with_lines_and_line_starts(seed: int) -> None:
 def test_split_lines_is_splitlines_where_both_rules_agree(seed: int) -> None:
     rng = random.Random(seed)
     text = "".join(rng.choice(["a", "é", " ", "\n", "\r", "\r\n"]) for _ in range(30))
-    assert split_lines(text) == text.splitlines()
-    assert split_lines(text, keepends=True) == text.splitlines(keepends=True)
+    for keepends in (False, True):
+        expected = text.splitlines(keepends)
+        assert split_lines(text, keepends) == expected
+        # a form feed first takes the other path (str.splitlines would break there)
+        first = ["\f" + expected[0]] if expected else ["\f"]
+        assert split_lines("\f" + text, keepends) == first + expected[1:]
 
 
 def test_split_lines_of_empty_and_final_break() -> None:

@@ -17,6 +17,8 @@ from ..errors import StagingError
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where else str.splitlines breaks
 
 
 def lines(text: str) -> list[str]:
@@ -31,9 +33,9 @@ def line_starts(text: str) -> list[int]:
 
 def split_lines(text: str, keepends: bool = False) -> list[str]:
     """`str.splitlines` with LSP's line breaks (no empty line after a final break)."""
-    starts = line_starts(text)
-    ends = [*starts[1:], len(text)]
-    parts = [text[a:b] for a, b in zip(starts, ends, strict=True) if a < b]
+    if not any(char in text for char in _OTHER_BREAKS):
+        return text.splitlines(keepends)  # the same answer, several times faster
+    parts = _LINE.findall(text)
     return parts if keepends else [part.rstrip("\r\n") for part in parts]
 
 
