@@ -47,12 +47,12 @@ def is_within(path: str | bytes, directory: str | bytes) -> bool:
     """True when `path` is `directory` itself or lies below it, compared by name (nothing is
     resolved: give both in the same form). The one check for relative paths (the root `""`
     holds every path) and absolute ones (`/` holds every path), as str or as bytes."""
-    head, folder = _str(path).rstrip("/"), _str(directory).rstrip("/")
-    return not folder or head == folder or head.startswith(folder + "/")
-
-
-def _str(path: str | bytes) -> str:
-    return path if isinstance(path, str) else os.fsdecode(path)  # round-trips any bytes
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)  # round-trips any bytes (surrogateescape)
+    if isinstance(directory, bytes):
+        directory = os.fsdecode(directory)
+    folder = directory.rstrip("/")
+    return not folder or path.startswith(folder + "/") or path.rstrip("/") == folder
 
 
 def relative_to(path: str, directory: str) -> RelPath | None:
