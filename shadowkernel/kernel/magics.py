@@ -2,7 +2,8 @@
 
 Every magic parses its line with `magic_arguments` (so `%lint?` explains itself), delegates
 to the `Session` (which owns the workspace and makes waits interruptible), and turns any
-`ShadowError` or bad value into a one-line `UsageError`.
+`ShadowError` into a one-line `UsageError`: the user can fix it, and a traceback would hide
+the message. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def usage_errors(method: F) -> F:
-    """Translate errors the user can fix into a one-line UsageError (no traceback)."""
+    """Translate errors the user can fix (ShadowError) into a one-line UsageError."""
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
-        except (ShadowError, ValueError, LookupError) as error:
+        except ShadowError as error:
             raise UsageError(" ".join(str(error).split()) or type(error).__name__) from None
 
     return wrapper  # type: ignore[return-value]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import ArgumentError
 from ..text.blocks import Block, apply_blocks, parse_blocks
 
 __all__ = ["Block", "Position", "apply_blocks", "parse_blocks", "parse_position"]
@@ -25,11 +26,11 @@ class Position:
 
 
 def parse_position(text: str) -> Position:
-    """`pkg/mod.py:3:5` -> Position; ValueError naming the expected form."""
+    """`pkg/mod.py:3:5` -> Position; ArgumentError naming the expected form."""
     match = _POSITION.match(text.strip())
     if match is None:
-        raise ValueError(f"position {text!r}: give PATH:LINE:COLUMN, e.g. pkg/mod.py:3:5")
+        raise ArgumentError(f"position {text!r}: give PATH:LINE:COLUMN, e.g. pkg/mod.py:3:5")
     line, column = int(match["line"]), int(match["column"])
     if line < 1 or column < 1:
-        raise ValueError(f"position {text!r}: lines and columns are 1-based")
+        raise ArgumentError(f"position {text!r}: lines and columns are 1-based")
     return Position(match["path"], line, column)
