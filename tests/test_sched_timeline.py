@@ -35,7 +35,7 @@ def test_mime_bundle_matches_the_extension_schema() -> None:
     assert data["schema"] == 1 and data["title"] == "t" and data["simulated"] is False
     assert set(data["events"][0]) == {
         "id", "branch", "version", "op", "kind", "lane", "queued", "started", "switch",
-        "finished", "ok", "outcome",
+        "finished", "ok", "outcome", "client",
     }  # fmt: skip
     assert set(data["summary"]) == {"events", "switches", "switch_time", "serve_time", "branches"}
     assert set(data["summary"]["branches"]["a"]) == {"requests", "mean_wait"}

@@ -8,7 +8,7 @@ the text core below it; the public API (workspace/) and the faces sit above and 
 """
 
 from .policy import POLICIES, Policy, RequestQueue, Ticket
-from .scheduler import Lane, Scheduler, Snapshot
+from .scheduler import Lane, Scheduler, Snapshot, acting_for
 from .timeline import MIME_TYPE, SCHEMA, Event, Timeline, percentile, summarize
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Ticket",
     "Timeline",
     "Snapshot",
+    "acting_for",
     "percentile",
     "summarize",
 ]

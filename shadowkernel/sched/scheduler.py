@@ -14,8 +14,10 @@ Everything here runs on the workspace's one event loop; callers on other threads
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import time
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -27,6 +29,20 @@ from .policy import Policy, RequestQueue
 from .timeline import Event, Kind
 
 T = TypeVar("T")
+
+# Who is asking: set by a face serving an outside client (the MCP server) around its API
+# calls; the context travels with the call into the loop thread, and the event records it.
+_CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("shadowkernel_client", default="")
+
+
+@contextlib.contextmanager
+def acting_for(client: str) -> Iterator[None]:
+    """Requests made inside this block are recorded on the timeline as `client`'s."""
+    token = _CLIENT.set(client)
+    try:
+        yield
+    finally:
+        _CLIENT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,7 @@ class _Request(Generic[T]):
     job: Job[T]
     future: asyncio.Future[T]
     queued: float
+    client: str = ""
 
 
 class Scheduler:
@@ -113,7 +130,8 @@ class Scheduler:
 
     async def submit(self, branch: str, version: int, kind: Kind, op: str, job: Job[T]) -> T:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self.queue.push(branch, _Request(branch, version, kind, op, job, future, self.now()))
+        request = _Request(branch, version, kind, op, job, future, self.now(), _CLIENT.get())
+        self.queue.push(branch, request)
         self._kick()
         return await asyncio.shield(future)  # a caller giving up does not abort the serve
 
@@ -153,7 +171,8 @@ class Scheduler:
                 request.future.set_result(result)
         self.events.append(
             Event(id, request.branch, request.version, request.op, request.kind, lane.index,
-                  request.queued, started, lane.switch_seconds, self.now(), ok, outcome)
+                  request.queued, started, lane.switch_seconds, self.now(), ok, outcome,
+                  request.client)
         )  # fmt: skip
 
     async def close(self) -> None:

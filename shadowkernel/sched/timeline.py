@@ -39,6 +39,7 @@ class Event:
     finished: float
     ok: bool
     outcome: str
+    client: str = ""  # who asked, when not the notebook itself (an MCP client's name)
 
     @property
     def wait(self) -> float:
@@ -166,8 +167,9 @@ class Timeline:
 
 
 def _html_row(e: Event) -> str:
+    who = f"{e.branch} ({e.client})" if e.client else e.branch
     cells = (
-        e.id, e.branch, e.version, e.op, e.lane, f"{e.queued:.3f}", f"{e.wait * 1000:.1f}",
+        e.id, who, e.version, e.op, e.lane, f"{e.queued:.3f}", f"{e.wait * 1000:.1f}",
         f"{e.switch * 1000:.2f}", f"{e.serve * 1000:.1f}", "yes" if e.ok else "no", e.outcome,
     )  # fmt: skip
     return "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
