@@ -3,10 +3,12 @@
     shadowkernel mount SRC MNT          # foreground; Ctrl-C unmounts
     shadowkernel lint SRC [--server S] [--stage PATH=FILE]... [--delete PATH]... [--json]
     shadowkernel run SRC [--stage PATH=FILE]... [--timeout S] [--net] -- CMD...
+    shadowkernel mcp SRC [--servers S...] [--http HOST:PORT] [--allow-accept]
 
 `lint` and `run` serve agents outside Jupyter: each stages the given files on one throwaway
 branch of SRC (SRC itself is never written), answers, and exits. `lint` exits 1 when it
 reported lints (like ruff); `run` exits with the command's status (124 at the timeout).
+`mcp` serves persistent branches of SRC to MCP clients until stdin closes (stdio) or Ctrl-C.
 
 Each subcommand is a `cmd_*` function over the public API; a `ShadowError` becomes a one-line
 message and exit status 2, never a traceback.
@@ -87,6 +89,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return result.exit_code if result.exit_code is not None else 1
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp import transports
+    from .mcp.tools import Tools
+    from .workspace import Workspace
+
+    def open_workspace() -> Workspace:
+        return Workspace(args.source, servers=args.servers)
+
+    if args.http is None:
+        transports.serve_stdio(open_workspace, args.allow_accept)
+        return 0
+    host, port = transports.parse_address(args.http)
+    with open_workspace() as ws:
+        server = transports.HttpServer(Tools(ws, args.allow_accept), host, port, args.token_file)
+        if not transports.is_loopback(host):
+            print(f"shadowkernel mcp: listening on {host}, beyond this machine; the token is "
+                  "the only guard and travels unencrypted", file=sys.stderr)  # fmt: skip
+        print(f"shadowkernel mcp: serving {ws.root} at {server.url}\n"
+              f"token (shown once; also in {server.token_file}, mode 0600): {server.token}",
+              flush=True)  # fmt: skip
+        server.serve_forever()
+    return 0
+
+
 def _stage(branch, args: argparse.Namespace):  # type: ignore[no-untyped-def]
     """Stage every --stage PATH=FILE (FILE '-' reads stdin) and --delete PATH on `branch`."""
     for spec in args.stage:
@@ -140,6 +166,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--net", action="store_true", help="allow network access (default: none)")
     run.add_argument("cmd", nargs="*", metavar="CMD", help="the command, after '--'")
     run.set_defaults(run=cmd_run)
+
+    mcp = sub.add_parser("mcp", help="serve persistent branches of SRC to MCP clients "
+                         "(stdio, or streamable HTTP with --http)")  # fmt: skip
+    mcp.add_argument("source", metavar="SRC", help="the user's project folder (written only "
+                     "by accept, with --allow-accept)")  # fmt: skip
+    mcp.add_argument("--servers", nargs="+", default=["ruff"], metavar="S",
+                     help="language servers (default: ruff), e.g. ruff basedpyright")  # fmt: skip
+    mcp.add_argument("--http", metavar="HOST:PORT",
+                     help="serve streamable HTTP there (HOST defaults to 127.0.0.1; port 0 "
+                          "picks one) behind a generated bearer token")  # fmt: skip
+    mcp.add_argument("--token-file", metavar="FILE",
+                     help="where to write the token (mode 0600; default: "
+                          "$XDG_RUNTIME_DIR or ~/.cache, shadowkernel/mcp-PORT.token)")  # fmt: skip
+    mcp.add_argument("--allow-accept", action="store_true",
+                     help="enable the accept tool, which writes a branch into SRC")  # fmt: skip
+    mcp.set_defaults(run=cmd_mcp)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour
 

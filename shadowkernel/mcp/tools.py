@@ -1,0 +1,285 @@
+"""The MCP tools as a plain table over the public API: one method per tool, JSON results.
+
+`Tools(ws).table()` maps each tool name (`TOOL_NAMES`, fixed: clients rely on them) to a
+bound method whose signature and docstring become the tool's schema and description. No
+MCP types here: `server.py` registers the table and translates errors once at its edge.
+Every method raises only `ShadowError` (or ValueError/LookupError from the API) for bad
+input; the server turns those into tool errors and stays up.
+
+Caveats: quick-fix ids live in this object's memory (the fixes of each branch's last lints),
+so they are valid for the server that offered them and for the version they were offered
+at. `list_files` shows a branch's version (its staged files over the user's folder), not
+what runs wrote to its scratch layer without `keep`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import NotFound, PathError, ShadowError, StagingError
+from ..lsp import Fix
+from ..paths import RelPath, is_within, rel
+from . import shapes
+from .shapes import JSON
+
+TOOL_NAMES = (
+    "list_branches", "create_branch", "read_file", "list_files", "write_file",
+    "replace_in_file", "apply_patch", "delete_file", "lint", "apply_fix", "definition",
+    "references", "hover", "symbols", "run", "diff", "merge_check", "accept", "drop_branch",
+)  # fmt: skip
+
+
+class Tools:
+    """The tools over one open workspace. `allow_accept` gates the one tool that writes the
+    user's folder."""
+
+    def __init__(self, workspace: Any, allow_accept: bool = False) -> None:
+        self.workspace = workspace
+        self.allow_accept = allow_accept
+        self._lock = threading.Lock()
+        self._fixes: dict[str, dict[str, tuple[int, Fix]]] = {}  # branch -> id -> (version, fix)
+
+    def table(self) -> dict[str, Callable[..., JSON]]:
+        return {name: getattr(self, name) for name in TOOL_NAMES}
+
+    # -- branches ---------------------------------------------------------------------------
+
+    def list_branches(self) -> JSON:
+        """Every open branch: its name, current version, last edit and the files it touched."""
+        return {"branches": [shapes.branch(b) for b in self.workspace.branches.values()]}
+
+    def create_branch(self, name: str) -> JSON:
+        """Fork a new branch from the user's current files (nothing is copied)."""
+        created = self.workspace.branch(name)
+        return {"branch": created.name, "version": created.version}
+
+    def drop_branch(self, branch: str) -> JSON:
+        """Forget a branch (its versions and run scratch). The user's folder is untouched."""
+        self._branch(branch).drop()
+        with self._lock:
+            self._fixes.pop(branch, None)
+        return {"dropped": branch}
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read_file(self, branch: str, path: str) -> JSON:
+        """The text of `path` in the branch's current version (staged, or the user's file)."""
+        chosen = self._branch(branch)
+        version = chosen.version
+        return {"branch": branch, "version": version, "path": rel(path),
+                "content": chosen.read(path)}  # fmt: skip
+
+    def list_files(self, branch: str, path: str = "") -> JSON:
+        """The entries of folder `path` ('' is the project root) in the branch's current
+        version: each {name, path, kind} with kind 'file', 'dir' or 'symlink'."""
+        chosen = self._branch(branch)
+        folder = rel(path)
+        files = chosen.files
+        found = folder_entries(self.workspace.root, folder)
+        if folder in files and files[folder] is not None:
+            raise PathError(f"path {folder!r} is a file in branch {branch!r}; use read_file")
+        listed = entries(found, files, folder)
+        if found is None and not listed and folder:
+            raise NotFound(f"path {folder!r}: no such folder in branch {branch!r}")
+        return {"branch": branch, "version": chosen.version, "path": folder, "entries": listed}
+
+    # -- staging -------------------------------------------------------------------------------
+
+    def write_file(self, branch: str, path: str, content: str) -> JSON:
+        """Stage the full text of a file (created if new): a new version of the branch."""
+        chosen = self._branch(branch)
+        return self._staged(chosen, chosen.write(path, content))
+
+    def replace_in_file(self, branch: str, path: str, old: str, new: str) -> JSON:
+        """Replace the one exact occurrence of `old` in `path` by `new`; refused when `old`
+        occurs zero or several times (give more context)."""
+        chosen = self._branch(branch)
+        return self._staged(chosen, chosen.replace(path, old, new))
+
+    def apply_patch(self, branch: str, patch: str) -> JSON:
+        """Apply a unified diff (one or more files; '--- /dev/null' creates, '+++ /dev/null'
+        deletes); all files or none."""
+        chosen = self._branch(branch)
+        return self._staged(chosen, chosen.apply_patch(patch))
+
+    def delete_file(self, branch: str, path: str) -> JSON:
+        """Stage the deletion of a file."""
+        chosen = self._branch(branch)
+        return self._staged(chosen, chosen.delete(path))
+
+    def apply_fix(self, branch: str, fix: str) -> JSON:
+        """Apply a quick fix by the id a lint row offered (e.g. '3.1'); valid while the
+        branch is still at the version that was linted."""
+        chosen = self._branch(branch)
+        with self._lock:
+            offered = self._fixes.get(branch, {}).get(fix)
+        if offered is None:
+            raise NotFound(f"fix {fix!r}: not offered for branch {branch!r}; lint it and take "
+                           "an id from a row's 'fixes'")  # fmt: skip
+        version, value = offered
+        if version != chosen.version:
+            raise StagingError(f"fix {fix!r} was offered at version {version} of {branch!r}, "
+                               f"which is now at version {chosen.version}: lint again")  # fmt: skip
+        return {**self._staged(chosen, chosen.apply_edit(value)), "fix": shapes.fix(fix, value)}
+
+    # -- lints and navigation ---------------------------------------------------------------------
+
+    def lint(self, branch: str, paths: list[str] | None = None, new_only: bool = False,
+             servers: list[str] | None = None) -> JSON:  # fmt: skip
+        """Lints of the branch's current version, final for exactly that version (default
+        paths: the files it staged). Each row has its version, 1-based positions, `new`
+        (the branch introduced it) and quick fixes as {id, title} for apply_fix."""
+        chosen = self._branch(branch)
+        table = chosen.lint(paths, new_only, servers=servers)
+        version = int(table.attrs["version"])
+        ids = self._offer(branch, version, list(table["fixes"]))
+        return {"branch": branch, "version": version, "lints": shapes.lint_rows(table, ids)}
+
+    def definition(self, branch: str, path: str, line: int, column: int) -> JSON:
+        """Where the symbol at path:line:column (1-based) is defined, in the branch's version."""
+        chosen = self._branch(branch)
+        found = chosen.definition(path, line, column)
+        return {"branch": branch, "version": chosen.version, "locations": shapes.values(found)}
+
+    def references(self, branch: str, path: str, line: int, column: int) -> JSON:
+        """Every reference to the symbol at path:line:column (1-based)."""
+        chosen = self._branch(branch)
+        found = chosen.references(path, line, column)
+        return {"branch": branch, "version": chosen.version, "locations": shapes.values(found)}
+
+    def hover(self, branch: str, path: str, line: int, column: int) -> JSON:
+        """The hover text (type, docs) at path:line:column (1-based), or null."""
+        chosen = self._branch(branch)
+        found = chosen.hover(path, line, column)
+        hover = None if found is None else shapes.values([found])[0]
+        return {"branch": branch, "version": chosen.version, "hover": hover}
+
+    def symbols(self, branch: str, path: str | None = None, query: str | None = None) -> JSON:
+        """Document symbols of `path` in the branch, or (with `query` instead) the workspace
+        symbols whose names match the query."""
+        chosen = self._branch(branch)
+        if (path is None) == (query is None):
+            raise ValueError("symbols: give either path (document symbols) or query "
+                             "(workspace symbols)")  # fmt: skip
+        found = chosen.symbols(path) if path is not None else self.workspace.symbols(query)
+        return {"branch": branch, "version": chosen.version, "symbols": shapes.values(found)}
+
+    # -- runs, diff, merge, accept -------------------------------------------------------------
+
+    def run(self, branch: str, command: str, timeout: float = 60, network: bool = False,
+            keep: bool = False) -> JSON:  # fmt: skip
+        """Run a shell command in the shadow at the branch's version (sandboxed, offline
+        unless network). With keep, what it wrote under the project (less .gitignore'd files
+        and caches) becomes the branch's next version; otherwise it stays in its scratch."""
+        chosen = self._branch(branch)
+        if not command.strip():
+            raise ValueError("command: give a shell command to run")
+        if timeout <= 0:
+            raise ValueError(f"timeout={timeout}: give a positive number of seconds")
+        result = chosen.run(command, timeout=timeout, network=network, keep=keep)
+        if result.timed_out:
+            output = _tail(result.stdout + result.stderr)
+            raise ShadowError(f"run {command!r} timed out after {timeout} s and was killed; "
+                              f"output so far: {output!r}")  # fmt: skip
+        return {"branch": branch, "version": chosen.version, "result": shapes.run(result)}
+
+    def diff(self, branch: str) -> JSON:
+        """The branch's edits against its base as a unified diff (git style)."""
+        chosen = self._branch(branch)
+        changed = shapes.changed(chosen.bases, chosen.files)
+        return {"branch": branch, "version": chosen.version, "paths": changed,
+                "diff": str(chosen.diff())}  # fmt: skip
+
+    def merge_check(self, a: str, b: str) -> JSON:
+        """A new branch holding the three-way merge of branches a and b over their common
+        base, with the conflicting paths; lint and run it before accepting either."""
+        merged = self.workspace.merge_check(self._branch(a), self._branch(b))
+        return {"branch": merged.name, "version": merged.version,
+                "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip
+
+    def accept(self, branch: str) -> JSON:
+        """Write the branch's edits into the user's folder (only when the server was started
+        with --allow-accept); refused with the paths when the user changed them meanwhile."""
+        if not self.allow_accept:
+            raise ShadowError("accept is disabled: this server was started without "
+                              "--allow-accept; show the user diff(branch) to accept")  # fmt: skip
+        done = self._branch(branch).accept()
+        return {"branch": branch, "written": list(done.written), "deleted": list(done.deleted),
+                "merged": list(done.merged)}  # fmt: skip
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _branch(self, name: str) -> Any:
+        found = self.workspace.branches.get(name)
+        if found is None:
+            known = ", ".join(sorted(self.workspace.branches)) or "none yet"
+            raise NotFound(f"branch {name!r} does not exist (branches: {known}); "
+                           "create it with create_branch")  # fmt: skip
+        return found
+
+    def _staged(self, chosen: Any, version: int) -> JSON:
+        by_number = {v.number: v for v in chosen.versions}
+        before = by_number[version - 1].files if version - 1 in by_number else {}
+        made = by_number[version]
+        return {"branch": chosen.name, "version": version, "op": made.op,
+                "changed": shapes.changed(before, made.files)}  # fmt: skip
+
+    def _offer(self, branch: str, version: int, fixes: list[Any]) -> dict[int, list[str]]:
+        """Name each row's fixes '<version>.<n>' and remember them (only this version's)."""
+        with self._lock:
+            known = self._fixes.setdefault(branch, {})
+            for stale in [i for i, (v, _) in known.items() if v != version]:
+                del known[stale]
+            ids: dict[int, list[str]] = {}
+            for row, row_fixes in enumerate(fixes):
+                for value in row_fixes:
+                    fix_id = f"{version}.{len(known) + 1}"
+                    known[fix_id] = (version, value)
+                    ids.setdefault(row, []).append(fix_id)
+            return ids
+
+
+def folder_entries(root: str, folder: RelPath) -> dict[str, str] | None:
+    """name -> kind of a folder in the user's folder; None when it is not a folder there."""
+    full = os.path.join(root, folder)
+    real = os.path.realpath(full)
+    if real != root and not real.startswith(root + "/"):
+        raise PathError(f"path {folder!r} leads out of the project through a symlink")
+    if not os.path.isdir(full):
+        return None
+    with os.scandir(full) as scan:
+        return {e.name: _kind(e) for e in scan}
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return "symlink"
+    return "dir" if entry.is_dir() else "file"
+
+
+def entries(
+    found: Mapping[str, str] | None, files: Mapping[RelPath, bytes | None], folder: RelPath
+) -> list[JSON]:
+    """A folder's listing: the user's entries with a branch's staged files laid over them."""
+    kinds = dict(found or {})
+    for path, data in files.items():
+        if path == folder or not is_within(path, folder):
+            continue
+        rest = path[len(folder) :].lstrip("/")
+        name, below, _ = rest.partition("/")
+        if below:
+            if data is not None:  # a deletion below leaves its folder where it was
+                kinds[name] = "dir"
+        elif data is None:
+            kinds.pop(name, None)
+        else:
+            kinds[name] = "file"
+    prefix = f"{folder}/" if folder else ""
+    return [{"name": n, "path": prefix + n, "kind": kinds[n]} for n in sorted(kinds)]
+
+
+def _tail(text: str, limit: int = 2000) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]

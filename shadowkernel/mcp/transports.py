@@ -1,0 +1,218 @@
+"""The transports: stdio for one agent, streamable HTTP behind a bearer token for several.
+
+`serve_stdio` keeps the protocol's stdin/stdout away from the workspace's children (the
+overlay process, language servers): they are started while fds 0 and 1 point at /dev/null
+and stderr, so a stray print can never corrupt the wire. `HttpServer` binds its socket at
+once (a port in use fails before anything starts), generates a token, writes it to a 0600
+file, and refuses every request without `Authorization: Bearer <token>` with 401. It runs
+in the foreground (`serve_forever`, the CLI) or in a background thread (`start`, the
+kernel's `%shadow mcp`).
+
+Caveat: the token travels in clear over plain HTTP; bind a non-loopback address only on a
+network you trust (the CLI warns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio
+import uvicorn
+
+from ..errors import ShadowError
+from .server import build_server
+from .tools import Tools
+
+LOOPBACK = "127.0.0.1"
+PATH = "/mcp"
+
+
+# -- stdio ----------------------------------------------------------------------------------------
+
+
+def serve_stdio(open_workspace: Callable[[], Any], allow_accept: bool = False) -> None:
+    """Open the workspace with stdio diverted, serve MCP on stdin/stdout until EOF, close."""
+    with diverted_stdio():
+        workspace = open_workspace()
+    try:
+        with _terminate_as_interrupt():
+            anyio.run(build_server(Tools(workspace, allow_accept)).run_stdio_async)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        workspace.close()
+
+
+@contextlib.contextmanager
+def diverted_stdio() -> Iterator[None]:
+    """fd 0 reads /dev/null and fd 1 writes to stderr inside; both restored after."""
+    saved = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()  # what was printed meanwhile goes to stderr, not the wire
+        os.dup2(saved[0], 0)
+        os.dup2(saved[1], 1)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the server like Ctrl-C, so the workspace closes (and unmounts)."""
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# -- HTTP -----------------------------------------------------------------------------------------
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """'HOST:PORT', ':PORT' or 'PORT' (loopback), '[::1]:PORT' -> (host, port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or LOOPBACK
+    if not port.isdigit() or int(port) > 65535:
+        raise ShadowError(f"--http {text!r}: give HOST:PORT or PORT, e.g. 127.0.0.1:8765 "
+                          "(port 0 picks a free one)")  # fmt: skip
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    return False
+
+
+def default_token_file(port: int) -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "shadowkernel", f"mcp-{port}.token")
+
+
+def write_token(path: str, token: str) -> str:
+    """Write `token` to `path` with mode 0600 (atomically; the folder made 0700)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    temp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(token + "\n")
+    os.replace(temp, path)
+    return path
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests without the bearer token get 401 and reach nothing."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", b'Bearer realm="shadowkernel"'),
+            ]})  # fmt: skip
+            await send({"type": "http.response.body",
+                        "body": b'{"error": "missing or wrong bearer token"}'})  # fmt: skip
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        given = dict(scope.get("headers", [])).get(b"authorization", b"")
+        return hmac.compare_digest(given, self._expected)
+
+
+class HttpServer:
+    """MCP over streamable HTTP at http://HOST:PORT/mcp for `tools`, behind a bearer token."""
+
+    def __init__(self, tools: Tools, host: str = LOOPBACK, port: int = 0,
+                 token_file: str | None = None) -> None:  # fmt: skip
+        self.token = secrets.token_urlsafe(32)
+        self._socket = _bind(host, port)
+        self.host, self.port = host, int(self._socket.getsockname()[1])
+        app = build_server(tools).streamable_http_app(streamable_http_path=PATH, host=host)
+        config = uvicorn.Config(BearerAuth(app, self.token), log_level="warning", lifespan="on")
+        self._uvicorn = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self.token_file = write_token(token_file or default_token_file(self.port), self.token)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{PATH}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until Ctrl-C / SIGTERM (or stop() from another thread)."""
+        try:
+            self._uvicorn.run(sockets=[self._socket])
+        finally:
+            self._cleanup()
+
+    def start(self, timeout: float = 30) -> HttpServer:
+        """Serve from a daemon thread; returns once the server accepts connections."""
+        self._thread = threading.Thread(target=self.serve_forever, name="shadowkernel-mcp",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._uvicorn.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise ShadowError(f"the MCP server on {self.url} did not start")
+            time.sleep(0.01)  # polling a flag uvicorn sets; bounded by the deadline
+        return self
+
+    def stop(self) -> None:
+        self._uvicorn.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
+        self._cleanup()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _cleanup(self) -> None:
+        self._socket.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.token_file)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise ShadowError(f"--http {host}:{port}: cannot listen there ({error.strerror}); "
+                          "pick another port, or 0 for a free one") from None  # fmt: skip
+    sock.listen(128)
+    return sock
