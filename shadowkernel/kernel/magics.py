@@ -53,14 +53,19 @@ class ShadowMagics(_SessionMagics):
     """Open, inspect and close the shadow workspace."""
 
     @magic_arguments()
-    @argument("action", choices=["open", "status", "close", "panel"],
+    @argument("action", choices=["open", "status", "close", "panel", "mcp"],
               help="open PATH: mount a shadow of PATH (it becomes `ws`); status: what is "
                    "open; close: stop servers and unmount; panel: branch picker, lint filter "
-                   "and a live status line")  # fmt: skip
+                   "and a live status line; mcp: serve `ws` to outside agents over MCP "
+                   "(HTTP, bearer token) and print their configuration")  # fmt: skip
     @argument("path", nargs="?", help="the project folder (open only; never written)")
     @argument("--servers", nargs="+", default=["ruff"], metavar="S",
               help="language servers (default: ruff), e.g. ruff basedpyright")  # fmt: skip
     @argument("--lanes", type=int, default=1, help="shadows serving requests in parallel")
+    @argument("--port", type=int, default=0, help="mcp: the port (default: a free one)")
+    @argument("--allow-accept", action="store_true",
+              help="mcp: let agents accept branches into the folder")  # fmt: skip
+    @argument("--stop", action="store_true", help="mcp: stop serving")
     @line_magic
     @usage_errors
     def shadow(self, line: str) -> Any:
@@ -74,12 +79,25 @@ class ShadowMagics(_SessionMagics):
         elif args.action == "close":
             self.session.close()
             print("shadow closed: servers stopped, unmounted")
+        elif args.action == "mcp":
+            self._mcp(args)
         elif args.action == "status":
             print(live.status_text(self.session.require(), self.session))
         else:
             from .widgets import Panel
 
             return Panel(self.session)
+
+    def _mcp(self, args: Any) -> None:
+        if args.stop:
+            print("MCP server stopped" if self.session.stop_mcp() else "no MCP server runs")
+            return
+        server = self.session.serve_mcp(args.port, args.allow_accept)
+        from ..mcp.snippets import all_snippets
+
+        snippets = all_snippets(server.url, server.token)
+        print(f"serving `ws` to MCP clients at {server.url} (token in {server.token_file}; "
+              f"%shadow mcp --stop ends it)\n\n{snippets}")  # fmt: skip
 
 
 @magics_class

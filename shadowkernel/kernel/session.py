@@ -32,6 +32,7 @@ class Session:
         self.name = name
         self.workspace: Workspace | None = None
         self.agents: list[threading.Thread] = []
+        self.mcp: Any = None  # the HttpServer of `%shadow mcp`, while it serves
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="shadowkernel-call")
 
     # -- the workspace ------------------------------------------------------------------------
@@ -65,11 +66,32 @@ class Session:
         return branch
 
     def close(self) -> None:
+        self.stop_mcp()
         ws, self.workspace = self.workspace, None
         if ws is not None:
             ws.close()
             if self.shell is not None and self.shell.user_ns.get(self.name) is ws:
                 del self.shell.user_ns[self.name]
+
+    # -- outside agents (MCP) --------------------------------------------------------------------
+
+    def serve_mcp(self, port: int = 0, allow_accept: bool = False) -> Any:
+        """Serve the open workspace over MCP (loopback HTTP) from a background thread."""
+        from ..mcp.tools import Tools
+        from ..mcp.transports import HttpServer
+
+        ws = self.require()
+        if self.mcp is not None and self.mcp.running:
+            raise UsageError(f"an MCP server already serves at {self.mcp.url}; "
+                             "%shadow mcp --stop first")  # fmt: skip
+        self.mcp = HttpServer(Tools(ws, allow_accept), port=port).start()
+        return self.mcp
+
+    def stop_mcp(self) -> bool:
+        server, self.mcp = self.mcp, None
+        if server is not None:
+            server.stop()
+        return server is not None
 
     # -- agents ---------------------------------------------------------------------------------
 
