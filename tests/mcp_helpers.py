@@ -1,0 +1,104 @@
+"""Driving `shadowkernel mcp` with the SDK's own client, over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
+
+COMMAND = [sys.executable, "-m", "shadowkernel.cli", "mcp"]
+ENV = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}  # the SDK passes a minimal environment
+
+
+class Agent:
+    """One connected client: `call` expects a result, `error` expects a tool error."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        assert not result.is_error, f"{tool}{arguments}: {text(result)}"
+        assert json.loads(text(result)) == result.structured_content  # text mirrors the JSON
+        return result.structured_content  # type: ignore[return-value]
+
+    async def error(self, tool: str, **arguments: Any) -> str:
+        result = await self.session.call_tool(tool, arguments)
+        assert result.is_error, f"{tool}{arguments} did not fail: {result.structured_content}"
+        return text(result)
+
+
+def text(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def _info(name: str) -> Implementation:
+    return Implementation(name=name, version="1.0")
+
+
+@asynccontextmanager
+async def over_stdio(src: Path, *options: str, name: str = "test-agent") -> AsyncIterator[Agent]:
+    params = StdioServerParameters(command=COMMAND[0], args=[*COMMAND[1:], str(src), *options],
+                                   env=ENV)  # fmt: skip
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, client_info=_info(name)) as session:
+            await session.initialize()
+            yield Agent(session)
+
+
+def http_client(token: str | None) -> httpx2.AsyncClient:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=300))
+
+
+@asynccontextmanager
+async def over_http(url: str, token: str | None, name: str = "test-agent") -> AsyncIterator[Agent]:
+    async with http_client(token) as http, streamable_http_client(url, http_client=http) as (
+        read,
+        write,
+    ):
+        async with ClientSession(read, write, client_info=_info(name)) as session:
+            await session.initialize()
+            yield Agent(session)
+
+
+@dataclass
+class Served:
+    url: str
+    token: str
+    token_file: Path
+    process: subprocess.Popen[str]
+
+
+@contextmanager
+def http_server(src: Path, token_file: Path, *options: str) -> Iterator[Served]:
+    """`shadowkernel mcp SRC --http 127.0.0.1:0` as a subprocess; SIGINT stops it."""
+    argv = [*COMMAND, str(src), "--http", "127.0.0.1:0", "--token-file", str(token_file), *options]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline() + process.stdout.readline()  # printed when listening
+        url = re.search(r"at (http://\S+)", banner)
+        token = re.search(r"mode 0600\): (\S+)", banner)
+        assert url and token, banner
+        yield Served(url[1], token[1], token_file, process)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

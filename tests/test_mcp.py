@@ -1,0 +1,247 @@
+"""`shadowkernel mcp` driven by the SDK's own MCP client, over stdio and streamable HTTP.
+
+Each test starts the real command as a subprocess (a real shadow, real language servers,
+sandboxed runs) and talks to it as an agent would. The user's folder is hashed before and
+compared after: only `accept` on a server started with --allow-accept may change it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio
+from overlay_helpers import needs_fuse, snapshot
+
+pytestmark = [needs_fuse, pytest.mark.timeout(240)]
+
+MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
+USE = "from pkg.mod import add\n\nprint(add(2, 3))\n"
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/__init__.py").write_text("")
+    (root / "pkg/mod.py").write_text(MOD)
+    (root / "pkg/use.py").write_text(USE)
+    (root / ".gitignore").write_text("*.log\n")
+    return root
+
+
+def fix_id(lints: list[dict[str, Any]], code: str, title_part: str) -> str:
+    row = next(r for r in lints if r["code"] == code)
+    return next(f["id"] for f in row["fixes"] if title_part in f["title"])
+
+
+def test_a_whole_session_over_stdio(src: Path) -> None:
+    before = snapshot(src)
+
+    async def session() -> None:
+        async with over_stdio(src, "--servers", "ruff", "jedi-language-server") as agent:
+            await staging_linting_fixing(agent)
+            await navigating(agent)
+            await running(agent)
+            await merging(agent)
+
+    anyio.run(session)
+    assert snapshot(src) == before
+
+
+async def staging_linting_fixing(agent: Agent) -> None:
+    assert await agent.call("create_branch", name="a") == {"branch": "a", "version": 0}
+    listed = await agent.call("list_branches")
+    assert [b["name"] for b in listed["branches"]] == ["a"]
+    assert (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"] == MOD
+    broken = MOD.replace("a + b", "a + c")
+    staged = await agent.call("write_file", branch="a", path="pkg/mod.py", content=broken)
+    assert staged == {"branch": "a", "version": 1, "op": "write pkg/mod.py",
+                      "changed": ["pkg/mod.py"]}  # fmt: skip
+    lints = (await agent.call("lint", branch="a", paths=["pkg/mod.py"], servers=["ruff"]))["lints"]
+    assert {r["version"] for r in lints} == {1}
+    assert {(r["code"], r["line"], r["column"], r["new"]) for r in lints} >= {
+        ("F401", 1, 8, False), ("F821", 5, 16, True)}  # fmt: skip
+    fixed = await agent.call("apply_fix", branch="a", fix=fix_id(lints, "F401", "Remove unused"))
+    assert fixed["version"] == 2 and fixed["changed"] == ["pkg/mod.py"]
+    assert "import os" not in (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"]
+    stale = await agent.error("apply_fix", branch="a", fix=fix_id(lints, "F821", "Disable"))
+    assert "offered at version 1" in stale and "now at version 2" in stale
+    await agent.call("replace_in_file", branch="a", path="pkg/mod.py", old="a + c", new="a + b")
+    assert (await agent.call("lint", branch="a", new_only=True, servers=["ruff"]))["lints"] == []
+
+
+async def navigating(agent: Agent) -> None:
+    text = (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"]
+    line = text.splitlines().index("def add(a, b):") + 1  # where the fixes left it
+    found = await agent.call("definition", branch="a", path="pkg/use.py", line=3, column=7)
+    assert [(x["path"], x["line"], x["column"]) for x in found["locations"]] == [
+        ("pkg/mod.py", line, 5)]  # fmt: skip
+    refs = await agent.call("references", branch="a", path="pkg/mod.py", line=line, column=5)
+    assert {x["path"] for x in refs["locations"]} == {"pkg/mod.py", "pkg/use.py"}
+    hover = (await agent.call("hover", branch="a", path="pkg/use.py", line=3, column=7))["hover"]
+    assert "add" in hover["text"]
+    symbols = await agent.call("symbols", branch="a", path="pkg/mod.py")
+    assert [(s["name"], s["line"]) for s in symbols["symbols"]] == [("add", line)]
+    listing = await agent.call("list_files", branch="a", path="pkg")
+    assert [e["name"] for e in listing["entries"]] == ["__init__.py", "mod.py", "use.py"]
+
+
+async def running(agent: Agent) -> None:
+    ran = await agent.call("run", branch="a", command="python3 pkg/use.py")
+    assert ran["result"]["stdout"] == "5\n" and ran["result"]["exit_code"] == 0
+    version = ran["version"]
+    kept = await agent.call("run", branch="a", keep=True,
+                            command="sed -i 's/a + b/a * b/' pkg/mod.py && echo x > out.log")  # fmt: skip
+    assert kept["version"] == version + 1
+    assert "a * b" in (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"]
+    diff = await agent.call("diff", branch="a")
+    assert diff["paths"] == ["pkg/mod.py"]  # out.log is .gitignore'd: not staged
+    assert "-    return a + b\n+    return a * b\n" in diff["diff"]
+    after = await agent.call("run", branch="a", command="python3 pkg/use.py")
+    assert after["result"]["stdout"] == "6\n"
+
+
+async def merging(agent: Agent) -> None:
+    await agent.call("create_branch", name="b")
+    await agent.call("write_file", branch="b", path="pkg/extra.py", content="Y = 2\n")
+    merged = await agent.call("merge_check", a="a", b="b")
+    assert merged["conflicts"] == [] and {"pkg/mod.py", "pkg/extra.py"} <= set(merged["files"])
+    name = merged["branch"]
+    content = (await agent.call("read_file", branch=name, path="pkg/mod.py"))["content"]
+    assert "a * b" in content
+    assert (await agent.call("lint", branch=name, servers=["ruff"]))["lints"] == []
+    await agent.call("create_branch", name="c")
+    await agent.call("replace_in_file", branch="c", path="pkg/mod.py", old="a + b", new="a - b")
+    clash = await agent.call("merge_check", a="a", b="c")
+    assert clash["conflicts"] == ["pkg/mod.py"]
+    await agent.call("drop_branch", branch="c")
+    names = [b["name"] for b in (await agent.call("list_branches"))["branches"]]
+    assert "c" not in names and {"a", "b", name} <= set(names)
+
+
+def test_bad_input_is_a_tool_error_and_the_server_stays_up(src: Path) -> None:
+    before = snapshot(src)
+
+    async def session() -> None:
+        async with over_stdio(src) as agent:
+            await agent.call("create_branch", name="a")
+            await agent.call("write_file", branch="a", path="pkg/dup.py", content="x = 1\nx = 1\n")
+            cases = [
+                ("read_file", {"branch": "nope", "path": "pkg/mod.py"}, "branch 'nope' does not exist"),
+                ("write_file", {"branch": "a", "path": "../evil.py", "content": "x"}, "leaves the workspace"),
+                ("read_file", {"branch": "a", "path": "/etc/passwd"}, "is absolute"),
+                ("replace_in_file", {"branch": "a", "path": "pkg/dup.py", "old": "x = 1", "new": "y"}, "occurs 2 times"),
+                ("write_file", {"branch": "a", "path": "pkg/b.py", "content": "a\x00b"}, "binary content"),
+                ("write_file", {"branch": "a", "path": "pkg/h.py", "content": "#" * (9 * 2**20)}, "byte limit"),
+                ("run", {"branch": "a", "command": "echo started; sleep 30", "timeout": 1}, "timed out after 1"),
+                ("lint", {"branch": "a", "servers": ["no-such-server"]}, "no-such-server"),
+                ("apply_patch", {"branch": "a", "patch": "this is not a diff"}, "unified diff"),
+                ("accept", {"branch": "a"}, "--allow-accept"),
+                ("definition", {"branch": "a", "path": "pkg/mod.py", "line": 0, "column": 1}, "1-based"),
+                ("create_branch", {"name": "a"}, "exists"),
+                ("apply_fix", {"branch": "a", "fix": "9.9"}, "not offered"),
+                ("list_files", {"branch": "a", "path": "no/such"}, "no such folder"),
+            ]  # fmt: skip
+            for tool, arguments, expected in cases:
+                message = await agent.error(tool, **arguments)
+                assert expected in message, (tool, message)
+                assert "Traceback" not in message
+            # Nothing was staged by the failures, and the server still answers.
+            branches = (await agent.call("list_branches"))["branches"]
+            assert [(b["name"], b["version"]) for b in branches] == [("a", 1)]
+            lints = await agent.call("lint", branch="a", paths=["pkg/mod.py"])
+            assert [r["code"] for r in lints["lints"]] == ["F401"]
+
+    anyio.run(session)
+    assert snapshot(src) == before
+
+
+def test_accept_writes_the_folder_only_when_allowed_and_called(src: Path) -> None:
+    before, untimed_before = snapshot(src), snapshot(src, with_times=False)
+
+    async def session() -> dict[str, Any]:
+        async with over_stdio(src, "--allow-accept") as agent:
+            await agent.call("create_branch", name="a")
+            await agent.call("replace_in_file", branch="a", path="pkg/mod.py", old="import os\n",
+                             new="")  # fmt: skip
+            assert snapshot(src) == before  # staged, not written
+            return await agent.call("accept", branch="a")
+
+    done = anyio.run(session)
+    assert done == {"branch": "a", "written": ["pkg/mod.py"], "deleted": [], "merged": []}
+    assert (src / "pkg/mod.py").read_text() == MOD.replace("import os\n", "")
+    after = snapshot(src, with_times=False)  # the folder's mtime changes with the rename
+    assert {p for p in after if after[p] != untimed_before.get(p)} == {"pkg/mod.py"}
+
+
+def test_http_refuses_requests_without_the_token(src: Path, tmp_path: Path) -> None:
+    with http_server(src, tmp_path / "token") as served:
+        assert served.token_file.read_text().strip() == served.token
+        assert stat.S_IMODE(os.stat(served.token_file).st_mode) == 0o600
+
+        async def probe() -> None:
+            for token in (None, "wrong-token"):
+                async with http_client(token) as http:
+                    answer = await http.post(served.url, json={"jsonrpc": "2.0", "id": 1,
+                                                               "method": "ping"})  # fmt: skip
+                    assert answer.status_code == 401, answer.text
+                    assert answer.headers["www-authenticate"].startswith("Bearer")
+            with pytest.raises(Exception):  # noqa: B017, PT011 - the SDK's own failure type
+                async with over_http(served.url, None):
+                    pass
+            async with over_http(served.url, served.token) as agent:
+                assert (await agent.call("list_branches")) == {"branches": []}
+
+        anyio.run(probe)
+    assert not served.token_file.exists()  # removed when the server stops
+
+
+def test_two_http_clients_on_their_own_branches_get_exact_answers(src: Path, tmp_path: Path) -> None:
+    from shadowkernel import Workspace
+
+    before = snapshot(src)
+    versions = {
+        "alice": [MOD.replace("a + b", "a + x"), MOD.replace("import os\n", "import sys\n")],
+        "bob": [USE.replace("add(2, 3)", "add(2, y)"), USE + "import json\n", MOD],
+    }
+    seen: dict[str, list[list[tuple[Any, ...]]]] = {}
+
+    async def agent_session(url: str, token: str, name: str) -> None:
+        path = "pkg/mod.py" if name == "alice" else "pkg/use.py"
+        async with over_http(url, token, name=name) as agent:
+            await agent.call("create_branch", name=name)
+            seen[name] = []
+            for number, text in enumerate(versions[name], 1):
+                staged = await agent.call("write_file", branch=name, path=path, content=text)
+                assert staged["version"] == number
+                answer = await agent.call("lint", branch=name)
+                assert answer["version"] == number
+                seen[name].append(rows(answer["lints"]))
+
+    async def both(served: Any) -> None:
+        async with anyio.create_task_group() as group:
+            for name in versions:
+                group.start_soon(agent_session, served.url, served.token, name)
+
+    with http_server(src, tmp_path / "token") as served:
+        anyio.run(both, served)
+    assert snapshot(src) == before
+    with Workspace(src, servers=["ruff"]) as fresh:  # the reference: one branch per answer
+        for name, texts in versions.items():
+            path = "pkg/mod.py" if name == "alice" else "pkg/use.py"
+            for number, text in enumerate(texts):
+                branch = fresh.branch(f"{name}-{number}")
+                branch.write(path, text)
+                table = branch.lint()
+                expected = rows(table.drop(columns=["fixes"]).to_dict(orient="records"))
+                assert seen[name][number] == expected, (name, number)
+
+
+def rows(lints: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted((r["path"], r["line"], r["column"], r["code"], bool(r["new"])) for r in lints)
