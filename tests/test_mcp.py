@@ -93,7 +93,7 @@ async def navigating(agent: Agent) -> None:
 
 
 async def running(agent: Agent) -> None:
-    ran = await agent.call("run", branch="a", command="python3 pkg/use.py")
+    ran = await agent.call("run", branch="a", command="python3 -m pkg.use")
     assert ran["result"]["stdout"] == "5\n" and ran["result"]["exit_code"] == 0
     version = ran["version"]
     kept = await agent.call("run", branch="a", keep=True,
@@ -103,7 +103,7 @@ async def running(agent: Agent) -> None:
     diff = await agent.call("diff", branch="a")
     assert diff["paths"] == ["pkg/mod.py"]  # out.log is .gitignore'd: not staged
     assert "-    return a + b\n+    return a * b\n" in diff["diff"]
-    after = await agent.call("run", branch="a", command="python3 pkg/use.py")
+    after = await agent.call("run", branch="a", command="python3 -m pkg.use")
     assert after["result"]["stdout"] == "6\n"
 
 

@@ -158,8 +158,8 @@ class Tools:
         return {"branch": branch, "version": chosen.version, "hover": hover}
 
     def symbols(self, branch: str, path: str | None = None, query: str | None = None) -> JSON:
-        """Document symbols of `path` in the branch, or (with `query` instead) the workspace
-        symbols whose names match the query."""
+        """Document symbols of `path` in the branch's version, or (with `query` instead) the
+        workspace symbols matching the query, as the user's folder shows them."""
         chosen = self._branch(branch)
         if (path is None) == (query is None):
             raise ValueError("symbols: give either path (document symbols) or query "
@@ -193,10 +193,11 @@ class Tools:
         return {"branch": branch, "version": chosen.version, "paths": changed,
                 "diff": str(chosen.diff())}  # fmt: skip
 
-    def merge_check(self, a: str, b: str) -> JSON:
-        """A new branch holding the three-way merge of branches a and b over their common
-        base, with the conflicting paths; lint and run it before accepting either."""
-        merged = self.workspace.merge_check(self._branch(a), self._branch(b))
+    def merge_check(self, a: str, b: str, name: str | None = None) -> JSON:
+        """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
+        a and b over their common base, with the paths that conflicted (they hold a's text);
+        lint and run it before accepting either."""
+        merged = self.workspace.merge_check(self._branch(a), self._branch(b), name)
         return {"branch": merged.name, "version": merged.version,
                 "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip
 
