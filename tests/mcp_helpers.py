@@ -53,10 +53,12 @@ def _info(name: str) -> Implementation:
 async def over_stdio(src: Path, *options: str, name: str = "test-agent") -> AsyncIterator[Agent]:
     params = StdioServerParameters(command=COMMAND[0], args=[*COMMAND[1:], str(src), *options],
                                    env=ENV)  # fmt: skip
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, client_info=_info(name)) as session:
-            await session.initialize()
-            yield Agent(session)
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, client_info=_info(name)) as session,
+    ):
+        await session.initialize()
+        yield Agent(session)
 
 
 def http_client(token: str | None) -> httpx2.AsyncClient:
@@ -66,13 +68,13 @@ def http_client(token: str | None) -> httpx2.AsyncClient:
 
 @asynccontextmanager
 async def over_http(url: str, token: str | None, name: str = "test-agent") -> AsyncIterator[Agent]:
-    async with http_client(token) as http, streamable_http_client(url, http_client=http) as (
-        read,
-        write,
+    async with (
+        http_client(token) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, client_info=_info(name)) as session,
     ):
-        async with ClientSession(read, write, client_info=_info(name)) as session:
-            await session.initialize()
-            yield Agent(session)
+        await session.initialize()
+        yield Agent(session)
 
 
 @dataclass

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio
 from overlay_helpers import needs_fuse, snapshot
@@ -69,7 +68,8 @@ async def staging_linting_fixing(agent: Agent) -> None:
         ("F401", 1, 8, False), ("F821", 5, 16, True)}  # fmt: skip
     fixed = await agent.call("apply_fix", branch="a", fix=fix_id(lints, "F401", "Remove unused"))
     assert fixed["version"] == 2 and fixed["changed"] == ["pkg/mod.py"]
-    assert "import os" not in (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"]
+    text = (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"]
+    assert "import os" not in text
     stale = await agent.error("apply_fix", branch="a", fix=fix_id(lints, "F821", "Disable"))
     assert "offered at version 1" in stale and "now at version 2" in stale
     await agent.call("replace_in_file", branch="a", path="pkg/mod.py", old="a + c", new="a + b")
@@ -202,7 +202,9 @@ def test_http_refuses_requests_without_the_token(src: Path, tmp_path: Path) -> N
     assert not served.token_file.exists()  # removed when the server stops
 
 
-def test_two_http_clients_on_their_own_branches_get_exact_answers(src: Path, tmp_path: Path) -> None:
+def test_two_http_clients_on_their_own_branches_get_exact_answers(
+    src: Path, tmp_path: Path
+) -> None:
     from shadowkernel import Workspace
 
     before = snapshot(src)
