@@ -172,6 +172,8 @@ class HttpServer:
         """Serve in this thread until Ctrl-C / SIGTERM (or stop() from another thread)."""
         try:
             self._uvicorn.run(sockets=[self._socket])
+        except KeyboardInterrupt:  # uvicorn re-raises the signal once it has shut down
+            pass
         finally:
             self._cleanup()
 
