@@ -1,0 +1,115 @@
+"""The MCP face's pure parts, directly: listings, JSON shapes, addresses, snippets, the token."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from shadowkernel.errors import ShadowError
+from shadowkernel.lsp import Edit, Fix, Lint, lint_table
+from shadowkernel.mcp import TOOL_NAMES, shapes, snippets
+from shadowkernel.mcp.tools import entries
+from shadowkernel.mcp.transports import BearerAuth, is_loopback, parse_address, write_token
+from shadowkernel.paths import RelPath
+
+
+def test_tool_names_are_the_issues() -> None:
+    assert TOOL_NAMES == (
+        "list_branches", "create_branch", "read_file", "list_files", "write_file",
+        "replace_in_file", "apply_patch", "delete_file", "lint", "apply_fix", "definition",
+        "references", "hover", "symbols", "run", "diff", "merge_check", "accept", "drop_branch",
+    )  # fmt: skip
+
+
+def test_a_listing_lays_staged_files_over_the_users_folder() -> None:
+    user = {"mod.py": "file", "old.py": "file", "sub": "dir", "link": "symlink"}
+    files = {
+        RelPath("pkg/new.py"): b"x",
+        RelPath("pkg/old.py"): None,  # deleted
+        RelPath("pkg/fresh/deep.py"): b"y",  # a new folder
+        RelPath("pkg/sub/gone.py"): None,  # a deletion below leaves the folder
+        RelPath("other/x.py"): b"z",  # not below pkg
+    }
+    listed = entries(user, files, RelPath("pkg"))
+    assert [(e["name"], e["kind"]) for e in listed] == [
+        ("fresh", "dir"), ("link", "symlink"), ("mod.py", "file"), ("new.py", "file"),
+        ("sub", "dir")]  # fmt: skip
+    assert listed[0]["path"] == "pkg/fresh"
+    assert [e["path"] for e in entries(None, files, RelPath(""))] == ["other", "pkg"]
+
+
+def test_lint_rows_are_plain_json_with_fix_ids() -> None:
+    fix = Fix("Remove import", (Edit(RelPath("m.py"), 1, 1, 2, 1, ""),))
+    lints = [Lint(RelPath("m.py"), 1, 8, 1, 10, "warning", "F401", "Ruff", "unused", (fix,)),
+             Lint(RelPath("m.py"), 3, 1, 3, 2, "error", "F821", "Ruff", "undefined")]  # fmt: skip
+    for flags, expected in (([False, True], [False, True]), (None, [None, None])):
+        table = lint_table(lints, "a", 4, flags)
+        rows = shapes.lint_rows(table, {0: ["4.1"]})
+        assert json.loads(json.dumps(rows)) == rows  # nothing but JSON types
+        assert [r["new"] for r in rows] == expected
+        assert rows[0]["fixes"] == [{"id": "4.1", "title": "Remove import"}]
+        assert rows[1]["fixes"] == [] and rows[1]["version"] == 4 and rows[1]["line"] == 3
+    assert shapes.fix("4.1", fix)["edits"][0]["end_line"] == 2
+
+
+def test_changed_paths_between_versions() -> None:
+    before = {"a": b"1", "b": b"2"}
+    assert shapes.changed(before, {"a": b"1", "b": b"3", "c": None}) == ["b", "c"]
+
+
+def test_addresses() -> None:
+    assert parse_address("8765") == ("127.0.0.1", 8765)
+    assert parse_address(":0") == ("127.0.0.1", 0)
+    assert parse_address("0.0.0.0:80") == ("0.0.0.0", 80)
+    assert parse_address("[::1]:9") == ("::1", 9)
+    for bad in ("host:", "host:port", "1:70000", ""):
+        with pytest.raises(ShadowError, match="HOST:PORT"):
+            parse_address(bad)
+    assert is_loopback("127.0.0.2") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+
+
+def test_snippets_parse_in_their_own_formats() -> None:
+    url, token = "http://127.0.0.1:1/mcp", "tok-en"
+    codex = tomllib.loads(snippets.codex(url, token))["mcp_servers"]["shadowkernel"]
+    assert codex == {"url": url, "bearer_token_env_var": snippets.TOKEN_VARIABLE}
+    assert f"export {snippets.TOKEN_VARIABLE}={token}" in snippets.codex(url, token)
+    generic = json.loads(snippets.generic(url, token))["mcpServers"]["shadowkernel"]
+    assert generic["url"] == url and generic["headers"]["Authorization"] == f"Bearer {token}"
+    assert f'--header "Authorization: Bearer {token}"' in snippets.claude_code(url, token)
+
+
+def test_the_token_file_is_private(tmp_path: Path) -> None:
+    path = write_token(str(tmp_path / "dir" / "t.token"), "secret")
+    assert Path(path).read_text() == "secret\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_bearer_auth_refuses_before_the_app() -> None:
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    async def ask(headers: list[tuple[bytes, bytes]], kind: str = "http") -> list[Any]:
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await BearerAuth(app, "t0k")({"type": kind, "headers": headers}, None, send)
+        return sent
+
+    refused = anyio.run(ask, [(b"authorization", b"Bearer wrong")])
+    assert refused[0]["status"] == 401 and reached == []
+    assert anyio.run(ask, [])[0]["status"] == 401
+    assert anyio.run(ask, [(b"authorization", b"Bearer t0k")]) == [] and reached == ["http"]
+    anyio.run(ask, [], "lifespan")  # startup/shutdown pass through
+    assert reached == ["http", "lifespan"]
