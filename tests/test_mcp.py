@@ -88,6 +88,8 @@ async def navigating(agent: Agent) -> None:
     assert "add" in hover["text"]
     symbols = await agent.call("symbols", branch="a", path="pkg/mod.py")
     assert [(s["name"], s["line"]) for s in symbols["symbols"]] == [("add", line)]
+    found = (await agent.call("symbols", branch="a", query="add"))["symbols"]
+    assert ("add", "pkg/mod.py") in {(s["name"], s["path"]) for s in found}  # the user's folder
     listing = await agent.call("list_files", branch="a", path="pkg")
     assert [e["name"] for e in listing["entries"]] == ["__init__.py", "mod.py", "use.py"]
 
@@ -147,6 +149,8 @@ def test_bad_input_is_a_tool_error_and_the_server_stays_up(src: Path) -> None:
                 ("create_branch", {"name": "a"}, "exists"),
                 ("apply_fix", {"branch": "a", "fix": "9.9"}, "not offered"),
                 ("list_files", {"branch": "a", "path": "no/such"}, "no such folder"),
+                ("list_files", {"branch": "a", "path": "pkg/mod.py"}, "is a file"),
+                ("symbols", {"branch": "a"}, "give either path"),
             ]  # fmt: skip
             for tool, arguments, expected in cases:
                 message = await agent.error(tool, **arguments)

@@ -76,11 +76,10 @@ class Tools:
         """The entries of folder `path` ('' is the project root) in the branch's current
         version: each {name, path, kind} with kind 'file', 'dir' or 'symlink'."""
         chosen = self._branch(branch)
-        folder = rel(path)
-        files = chosen.files
-        found = folder_entries(self.workspace.root, folder)
-        if folder in files and files[folder] is not None:
+        folder, files = rel(path), chosen.files
+        if is_file(self.workspace.root, files, folder):
             raise PathError(f"path {folder!r} is a file in branch {branch!r}; use read_file")
+        found = folder_entries(self.workspace.root, folder)
         listed = entries(found, files, folder)
         if found is None and not listed and folder:
             raise NotFound(f"path {folder!r}: no such folder in branch {branch!r}")
@@ -241,6 +240,13 @@ class Tools:
                     known[fix_id] = (version, value)
                     ids.setdefault(row, []).append(fix_id)
             return ids
+
+
+def is_file(root: str, files: Mapping[RelPath, bytes | None], path: RelPath) -> bool:
+    """Whether `path` is a file in a branch: staged as one, or untouched and one in the folder."""
+    if path in files:
+        return files[path] is not None
+    return bool(path) and os.path.isfile(os.path.join(root, path))
 
 
 def folder_entries(root: str, folder: RelPath) -> dict[str, str] | None:

@@ -214,7 +214,7 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as error:
         sock.close()
-        raise ShadowError(f"--http {host}:{port}: cannot listen there ({error.strerror}); "
-                          "pick another port, or 0 for a free one") from None  # fmt: skip
+        raise ShadowError(f"{host}:{port}: cannot listen there ({error.strerror}); pick "
+                          "another port, or 0 for a free one") from None  # fmt: skip
     sock.listen(128)
     return sock
