@@ -156,6 +156,16 @@ def test_bad_input_is_a_tool_error_and_the_server_stays_up(src: Path) -> None:
                 message = await agent.error(tool, **arguments)
                 assert expected in message, (tool, message)
                 assert "Traceback" not in message
+            # A fix id belongs to the branch that was linted, not to a later one of its name.
+            await agent.call("create_branch", name="z")
+            await agent.call("write_file", branch="z", path="pkg/z.py", content="import os\n")
+            lints = (await agent.call("lint", branch="z"))["lints"]
+            await agent.call("drop_branch", branch="z")
+            await agent.call("create_branch", name="z")
+            await agent.call("write_file", branch="z", path="pkg/z.py", content="import os\n")
+            old = fix_id(lints, "F401", "Remove unused")
+            assert "not offered" in await agent.error("apply_fix", branch="z", fix=old)
+            await agent.call("drop_branch", branch="z")
             # Nothing was staged by the failures, and the server still answers.
             branches = (await agent.call("list_branches"))["branches"]
             assert [(b["name"], b["version"]) for b in branches] == [("a", 1)]
@@ -251,3 +261,18 @@ def test_two_http_clients_on_their_own_branches_get_exact_answers(
 
 def rows(lints: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted((r["path"], r["line"], r["column"], r["code"], bool(r["new"])) for r in lints)
+
+
+def test_fix_ids_die_with_their_branch_even_when_dropped_from_the_notebook(src: Path) -> None:
+    from shadowkernel import NotFound, Workspace
+    from shadowkernel.mcp import Tools
+
+    with Workspace(src, servers=["ruff"]) as ws:
+        tools = Tools(ws)
+        tools.create_branch("z")
+        tools.write_file("z", "pkg/z.py", "import os\n")
+        old = fix_id(tools.lint("z")["lints"], "F401", "Remove unused")
+        ws.branches["z"].drop()  # not through the tool
+        ws.branch("z").write("pkg/z.py", "import sys\n")  # same name, same version number
+        with pytest.raises(NotFound, match="not offered"):
+            tools.apply_fix("z", old)

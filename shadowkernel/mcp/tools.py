@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,7 +41,10 @@ class Tools:
         self.workspace = workspace
         self.allow_accept = allow_accept
         self._lock = threading.Lock()
-        self._fixes: dict[str, dict[str, tuple[int, Fix]]] = {}  # branch -> id -> (version, fix)
+        # branch -> fix id -> (version, fix); keyed by the object, so a branch dropped and
+        # made again under its name never sees the old one's fixes
+        self._fixes: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, Fix]]] = (
+            weakref.WeakKeyDictionary())  # fmt: skip
 
     def table(self) -> dict[str, Callable[..., JSON]]:
         return {name: getattr(self, name) for name in TOOL_NAMES}
@@ -59,8 +63,6 @@ class Tools:
     def drop_branch(self, branch: str) -> JSON:
         """Forget a branch (its versions and run scratch). The user's folder is untouched."""
         self._branch(branch).drop()
-        with self._lock:
-            self._fixes.pop(branch, None)
         return {"dropped": branch}
 
     # -- reading ------------------------------------------------------------------------------
@@ -114,7 +116,7 @@ class Tools:
         branch is still at the version that was linted."""
         chosen = self._branch(branch)
         with self._lock:
-            offered = self._fixes.get(branch, {}).get(fix)
+            offered = self._fixes.get(chosen, {}).get(fix)
         if offered is None:
             raise NotFound(f"fix {fix!r}: not offered for branch {branch!r}; lint it and take "
                            "an id from a row's 'fixes'")  # fmt: skip
@@ -134,7 +136,7 @@ class Tools:
         chosen = self._branch(branch)
         table = chosen.lint(paths, new_only, servers=servers)
         version = int(table.attrs["version"])
-        ids = self._offer(branch, version, list(table["fixes"]))
+        ids = self._offer(chosen, version, list(table["fixes"]))
         return {"branch": branch, "version": version, "lints": shapes.lint_rows(table, ids)}
 
     def definition(self, branch: str, path: str, line: int, column: int) -> JSON:
@@ -227,7 +229,7 @@ class Tools:
         return {"branch": chosen.name, "version": version, "op": made.op,
                 "changed": shapes.changed(before, made.files)}  # fmt: skip
 
-    def _offer(self, branch: str, version: int, fixes: list[Any]) -> dict[int, list[str]]:
+    def _offer(self, branch: Any, version: int, fixes: list[Any]) -> dict[int, list[str]]:
         """Name each row's fixes '<version>.<n>' and remember them (only this version's)."""
         with self._lock:
             known = self._fixes.setdefault(branch, {})
