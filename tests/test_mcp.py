@@ -17,6 +17,8 @@ import pytest
 from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio
 from overlay_helpers import needs_fuse, snapshot
 
+from shadowkernel.mcp import TOOL_NAMES
+
 pytestmark = [needs_fuse, pytest.mark.timeout(240)]
 
 MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
@@ -211,6 +213,11 @@ def test_http_refuses_requests_without_the_token(src: Path, tmp_path: Path) -> N
                     pass
             async with over_http(served.url, served.token) as agent:
                 assert (await agent.call("list_branches")) == {"branches": []}
+                tools = {t.name: t for t in (await agent.session.list_tools()).tools}
+                assert tuple(tools) == TOOL_NAMES
+                lint = tools["lint"].output_schema
+                assert lint and {"branch", "version", "lints"} <= set(lint["properties"])
+                assert all(t.output_schema and t.description for t in tools.values())
 
         anyio.run(probe)
     assert not served.token_file.exists()  # removed when the server stops

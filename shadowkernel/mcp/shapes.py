@@ -1,20 +1,174 @@
 """JSON shapes of the tools' results: plain dicts of str, int, float, bool, None and lists.
 
-Pure functions from the public API's values (lint tables, locations, run results, ...) to
-what a tool returns; positions stay 1-based with exclusive ends, as in the Python API.
-A lint's quick fixes are named by ids (`"<version>.<n>"`) that `apply_fix` takes back.
+Each tool's result type is a TypedDict here; the SDK publishes it as the tool's output
+schema, so clients know the fields before they call. Locations, symbols, hovers and fix
+edits stay the API's frozen dataclasses (the SDK serialises them). The functions are pure
+conversions from the public API's values (lint tables, run results, ...); positions stay
+1-based with exclusive ends, as in the Python API. A lint's quick fixes are named by ids
+(`"<version>.<n>"`) that `apply_fix` takes back.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from ..lsp import Fix
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+
+from ..lsp import Edit, Fix, Hover, Location, Symbol
 
 JSON = dict[str, Any]
+
+
+class Created(TypedDict):
+    branch: str
+    version: int
+
+
+class Dropped(TypedDict):
+    dropped: str
+
+
+class BranchInfo(TypedDict):
+    name: str
+    version: int
+    last_edit: str  # what made the current version: "write pkg/mod.py", "patch (2 files)", ...
+    files: list[str]  # every path the branch touched
+
+
+class Branches(TypedDict):
+    branches: list[BranchInfo]
+
+
+class FileText(TypedDict):
+    branch: str
+    version: int
+    path: str
+    content: str
+
+
+class Entry(TypedDict):
+    name: str
+    path: str
+    kind: str  # "file", "dir" or "symlink"
+
+
+class Listing(TypedDict):
+    branch: str
+    version: int
+    path: str
+    entries: list[Entry]
+
+
+class Staged(TypedDict):
+    branch: str
+    version: int  # the new version
+    op: str
+    changed: list[str]  # paths whose content this version changed
+
+
+class FixOffer(TypedDict):
+    id: str
+    title: str
+
+
+class FixDetail(TypedDict):
+    id: str
+    title: str
+    edits: list[Edit]
+
+
+class FixApplied(Staged):
+    fix: FixDetail
+
+
+class LintRow(TypedDict):
+    branch: str
+    version: int
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int  # exclusive
+    severity: str
+    code: str
+    source: str
+    message: str
+    new: bool | None  # the branch introduced it (None: unknown)
+    fixes: list[FixOffer]
+
+
+class Lints(TypedDict):
+    branch: str
+    version: int  # the version these lints are final for
+    lints: list[LintRow]
+
+
+class Locations(TypedDict):
+    branch: str
+    version: int
+    locations: list[Location]
+
+
+class HoverAnswer(TypedDict):
+    branch: str
+    version: int
+    hover: Hover | None
+
+
+class Symbols(TypedDict):
+    branch: str
+    version: int
+    symbols: list[Symbol]
+
+
+class RunShape(TypedDict):
+    command: list[str]
+    exit_code: int | None  # None: killed (timeout, cancel)
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stdout_bytes: int
+    stderr_bytes: int
+    duration: float
+    setup_seconds: float
+    timed_out: bool
+    cancelled: bool
+    ok: bool
+    written: list[str]  # paths the run wrote
+    mode: str
+    path_transparent: bool
+    network: bool
+    notes: list[str]
+
+
+class Ran(TypedDict):
+    branch: str
+    version: int  # after the run (a new one with keep, when it wrote something)
+    result: RunShape
+
+
+class DiffAnswer(TypedDict):
+    branch: str
+    version: int
+    paths: list[str]
+    diff: str
+
+
+class Merged(TypedDict):
+    branch: str  # the new branch holding the merge
+    version: int
+    conflicts: list[str]  # paths both sides changed on the same lines (they hold a's text)
+    files: list[str]
+
+
+class AcceptedAnswer(TypedDict):
+    branch: str
+    written: list[str]
+    deleted: list[str]
+    merged: list[str]  # written with the user's own changes merged in
 
 
 def cell(value: Any) -> Any:
@@ -26,7 +180,7 @@ def cell(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def lint_rows(table: Any, fix_ids: Mapping[int, list[str]]) -> list[JSON]:
+def lint_rows(table: Any, fix_ids: Mapping[int, list[str]]) -> list[LintRow]:
     """One dict per lint row; `fixes` lists {id, title} (ids from `fix_ids[row]`)."""
     rows = []
     for index, record in enumerate(table.drop(columns=["fixes"]).to_dict(orient="records")):
@@ -35,33 +189,26 @@ def lint_rows(table: Any, fix_ids: Mapping[int, list[str]]) -> list[JSON]:
         ids = fix_ids.get(index, [])
         row["fixes"] = [{"id": i, "title": f.title} for i, f in zip(ids, fixes, strict=True)]
         rows.append(row)
-    return rows
+    return rows  # type: ignore[return-value]  # the table's columns are LintRow's fields
 
 
-def fix(fix_id: str, value: Fix) -> JSON:
+def fix(fix_id: str, value: Fix) -> FixDetail:
     return {
         "id": fix_id,
         "title": value.title,
-        "edits": [dataclasses.asdict(e) for e in value.edits],
+        "edits": list(value.edits),
     }
 
 
-def values(items: Iterable[Any]) -> list[JSON]:
-    """Frozen dataclasses (Location, Symbol, ...) as dicts."""
-    return [dataclasses.asdict(item) for item in items]
-
-
-def run(result: Any) -> JSON:
+def run(result: Any) -> RunShape:
     """A RunResult without its raw overrides: `written` lists the paths."""
-    shaped = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-    shaped["command"] = list(result.command)
-    shaped["notes"] = list(result.notes)
-    shaped["written"] = sorted(result.written)
-    shaped["ok"] = result.ok
-    return shaped
+    shaped = {name: getattr(result, name) for name in RunShape.__annotations__ if name != "ok"}
+    shaped.update(command=list(result.command), notes=list(result.notes),
+                  written=sorted(result.written), ok=result.ok)  # fmt: skip
+    return shaped  # type: ignore[return-value]
 
 
-def branch(value: Any) -> JSON:
+def branch(value: Any) -> BranchInfo:
     """What list_branches says about one branch."""
     last = value.versions[-1]
     return {

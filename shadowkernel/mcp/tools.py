@@ -24,7 +24,6 @@ from ..errors import NotFound, PathError, ShadowError, StagingError
 from ..lsp import Fix
 from ..paths import RelPath, is_within, rel
 from . import shapes
-from .shapes import JSON
 
 TOOL_NAMES = (
     "list_branches", "create_branch", "read_file", "list_files", "write_file",
@@ -46,35 +45,35 @@ class Tools:
         self._fixes: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, Fix]]] = (
             weakref.WeakKeyDictionary())  # fmt: skip
 
-    def table(self) -> dict[str, Callable[..., JSON]]:
+    def table(self) -> dict[str, Callable[..., Mapping[str, Any]]]:
         return {name: getattr(self, name) for name in TOOL_NAMES}
 
     # -- branches ---------------------------------------------------------------------------
 
-    def list_branches(self) -> JSON:
+    def list_branches(self) -> shapes.Branches:
         """Every open branch: its name, current version, last edit and the files it touched."""
         return {"branches": [shapes.branch(b) for b in self.workspace.branches.values()]}
 
-    def create_branch(self, name: str) -> JSON:
+    def create_branch(self, name: str) -> shapes.Created:
         """Fork a new branch from the user's current files (nothing is copied)."""
         created = self.workspace.branch(name)
         return {"branch": created.name, "version": created.version}
 
-    def drop_branch(self, branch: str) -> JSON:
+    def drop_branch(self, branch: str) -> shapes.Dropped:
         """Forget a branch (its versions and run scratch). The user's folder is untouched."""
         self._branch(branch).drop()
         return {"dropped": branch}
 
     # -- reading ------------------------------------------------------------------------------
 
-    def read_file(self, branch: str, path: str) -> JSON:
+    def read_file(self, branch: str, path: str) -> shapes.FileText:
         """The text of `path` in the branch's current version (staged, or the user's file)."""
         chosen = self._branch(branch)
         version = chosen.version
         return {"branch": branch, "version": version, "path": rel(path),
                 "content": chosen.read(path)}  # fmt: skip
 
-    def list_files(self, branch: str, path: str = "") -> JSON:
+    def list_files(self, branch: str, path: str = "") -> shapes.Listing:
         """The entries of folder `path` ('' is the project root) in the branch's current
         version: each {name, path, kind} with kind 'file', 'dir' or 'symlink'."""
         chosen = self._branch(branch)
@@ -89,29 +88,29 @@ class Tools:
 
     # -- staging -------------------------------------------------------------------------------
 
-    def write_file(self, branch: str, path: str, content: str) -> JSON:
+    def write_file(self, branch: str, path: str, content: str) -> shapes.Staged:
         """Stage the full text of a file (created if new): a new version of the branch."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.write(path, content))
 
-    def replace_in_file(self, branch: str, path: str, old: str, new: str) -> JSON:
+    def replace_in_file(self, branch: str, path: str, old: str, new: str) -> shapes.Staged:
         """Replace the one exact occurrence of `old` in `path` by `new`; refused when `old`
         occurs zero or several times (give more context)."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.replace(path, old, new))
 
-    def apply_patch(self, branch: str, patch: str) -> JSON:
+    def apply_patch(self, branch: str, patch: str) -> shapes.Staged:
         """Apply a unified diff (one or more files; '--- /dev/null' creates, '+++ /dev/null'
         deletes); all files or none."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.apply_patch(patch))
 
-    def delete_file(self, branch: str, path: str) -> JSON:
+    def delete_file(self, branch: str, path: str) -> shapes.Staged:
         """Stage the deletion of a file."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.delete(path))
 
-    def apply_fix(self, branch: str, fix: str) -> JSON:
+    def apply_fix(self, branch: str, fix: str) -> shapes.FixApplied:
         """Apply a quick fix by the id a lint row offered (e.g. '3.1'); valid while the
         branch is still at the version that was linted."""
         chosen = self._branch(branch)
@@ -129,7 +128,7 @@ class Tools:
     # -- lints and navigation ---------------------------------------------------------------------
 
     def lint(self, branch: str, paths: list[str] | None = None, new_only: bool = False,
-             servers: list[str] | None = None) -> JSON:  # fmt: skip
+             servers: list[str] | None = None) -> shapes.Lints:  # fmt: skip
         """Lints of the branch's current version, final for exactly that version (default
         paths: the files it staged). Each row has its version, 1-based positions, `new`
         (the branch introduced it) and quick fixes as {id, title} for apply_fix."""
@@ -139,26 +138,27 @@ class Tools:
         ids = self._offer(chosen, version, list(table["fixes"]))
         return {"branch": branch, "version": version, "lints": shapes.lint_rows(table, ids)}
 
-    def definition(self, branch: str, path: str, line: int, column: int) -> JSON:
+    def definition(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Where the symbol at path:line:column (1-based) is defined, in the branch's version."""
         chosen = self._branch(branch)
         found = chosen.definition(path, line, column)
-        return {"branch": branch, "version": chosen.version, "locations": shapes.values(found)}
+        return {"branch": branch, "version": chosen.version, "locations": found}
 
-    def references(self, branch: str, path: str, line: int, column: int) -> JSON:
+    def references(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Every reference to the symbol at path:line:column (1-based)."""
         chosen = self._branch(branch)
         found = chosen.references(path, line, column)
-        return {"branch": branch, "version": chosen.version, "locations": shapes.values(found)}
+        return {"branch": branch, "version": chosen.version, "locations": found}
 
-    def hover(self, branch: str, path: str, line: int, column: int) -> JSON:
+    def hover(self, branch: str, path: str, line: int, column: int) -> shapes.HoverAnswer:
         """The hover text (type, docs) at path:line:column (1-based), or null."""
         chosen = self._branch(branch)
         found = chosen.hover(path, line, column)
-        hover = None if found is None else shapes.values([found])[0]
-        return {"branch": branch, "version": chosen.version, "hover": hover}
+        return {"branch": branch, "version": chosen.version, "hover": found}
 
-    def symbols(self, branch: str, path: str | None = None, query: str | None = None) -> JSON:
+    def symbols(
+        self, branch: str, path: str | None = None, query: str | None = None
+    ) -> shapes.Symbols:
         """Document symbols of `path` in the branch's version, or (with `query` instead) the
         workspace symbols matching the query, as the user's folder shows them."""
         chosen = self._branch(branch)
@@ -166,12 +166,12 @@ class Tools:
             raise ValueError("symbols: give either path (document symbols) or query "
                              "(workspace symbols)")  # fmt: skip
         found = chosen.symbols(path) if path is not None else self.workspace.symbols(query)
-        return {"branch": branch, "version": chosen.version, "symbols": shapes.values(found)}
+        return {"branch": branch, "version": chosen.version, "symbols": found}
 
     # -- runs, diff, merge, accept -------------------------------------------------------------
 
     def run(self, branch: str, command: str, timeout: float = 60, network: bool = False,
-            keep: bool = False) -> JSON:  # fmt: skip
+            keep: bool = False) -> shapes.Ran:  # fmt: skip
         """Run a shell command in the shadow at the branch's version (sandboxed, offline
         unless network). With keep, what it wrote under the project (less .gitignore'd files
         and caches) becomes the branch's next version; otherwise it stays in its scratch."""
@@ -187,14 +187,14 @@ class Tools:
                               f"output so far: {output!r}")  # fmt: skip
         return {"branch": branch, "version": chosen.version, "result": shapes.run(result)}
 
-    def diff(self, branch: str) -> JSON:
+    def diff(self, branch: str) -> shapes.DiffAnswer:
         """The branch's edits against its base as a unified diff (git style)."""
         chosen = self._branch(branch)
         changed = shapes.changed(chosen.bases, chosen.files)
         return {"branch": branch, "version": chosen.version, "paths": changed,
                 "diff": str(chosen.diff())}  # fmt: skip
 
-    def merge_check(self, a: str, b: str, name: str | None = None) -> JSON:
+    def merge_check(self, a: str, b: str, name: str | None = None) -> shapes.Merged:
         """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
         a and b over their common base, with the paths that conflicted (they hold a's text);
         lint and run it before accepting either."""
@@ -202,7 +202,7 @@ class Tools:
         return {"branch": merged.name, "version": merged.version,
                 "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip
 
-    def accept(self, branch: str) -> JSON:
+    def accept(self, branch: str) -> shapes.AcceptedAnswer:
         """Write the branch's edits into the user's folder (only when the server was started
         with --allow-accept); refused with the paths when the user changed them meanwhile."""
         if not self.allow_accept:
@@ -222,7 +222,7 @@ class Tools:
                            "create it with create_branch")  # fmt: skip
         return found
 
-    def _staged(self, chosen: Any, version: int) -> JSON:
+    def _staged(self, chosen: Any, version: int) -> shapes.Staged:
         by_number = {v.number: v for v in chosen.versions}
         before = by_number[version - 1].files if version - 1 in by_number else {}
         made = by_number[version]
@@ -271,7 +271,7 @@ def _kind(entry: os.DirEntry[str]) -> str:
 
 def entries(
     found: Mapping[str, str] | None, files: Mapping[RelPath, bytes | None], folder: RelPath
-) -> list[JSON]:
+) -> list[shapes.Entry]:
     """A folder's listing: the user's entries with a branch's staged files laid over them."""
     kinds = dict(found or {})
     for path, data in files.items():
