@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def src(tmp_path: Path) -> Path:
     return root
 
 
-def fix_id(lints: list[dict[str, Any]], code: str, title_part: str) -> str:
+def fix_id(lints: Sequence[Mapping[str, Any]], code: str, title_part: str) -> str:
     row = next(r for r in lints if r["code"] == code)
     return next(f["id"] for f in row["fixes"] if title_part in f["title"])
 
@@ -136,7 +137,7 @@ def test_bad_input_is_a_tool_error_and_the_server_stays_up(src: Path) -> None:
         async with over_stdio(src) as agent:
             await agent.call("create_branch", name="a")
             await agent.call("write_file", branch="a", path="pkg/dup.py", content="x = 1\nx = 1\n")
-            cases = [
+            cases: list[tuple[str, dict[str, Any], str]] = [
                 ("read_file", {"branch": "nope", "path": "pkg/mod.py"}, "branch 'nope' does not exist"),
                 ("write_file", {"branch": "a", "path": "../evil.py", "content": "x"}, "leaves the workspace"),
                 ("read_file", {"branch": "a", "path": "/etc/passwd"}, "is absolute"),
