@@ -284,3 +284,21 @@ def test_fix_ids_die_with_their_branch_even_when_dropped_from_the_notebook(src: 
         ws.branch("z").write("pkg/z.py", "import sys\n")  # same name, same version number
         with pytest.raises(NotFound, match="not offered"):
             tools.apply_fix("z", old)
+
+
+def test_stopping_the_http_server_while_a_client_is_connected(src: Path, tmp_path: Path) -> None:
+    from shadowkernel import Workspace
+    from shadowkernel.mcp import Tools
+    from shadowkernel.mcp.transports import HttpServer
+
+    with Workspace(src, servers=["ruff"]) as ws:
+        server = HttpServer(Tools(ws), token_file=str(tmp_path / "token")).start()
+
+        async def connected_while_stopping() -> None:
+            async with over_http(server.url, server.token) as agent:
+                await agent.call("create_branch", name="a")
+                await anyio.to_thread.run_sync(server.stop)
+
+        anyio.run(connected_while_stopping)
+        assert not server.running and not (tmp_path / "token").exists()
+        assert "a" in ws.branches  # the workspace outlives its server

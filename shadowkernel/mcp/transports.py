@@ -6,7 +6,8 @@ and stderr, so a stray print can never corrupt the wire. `HttpServer` binds its 
 once (a port in use fails before anything starts), generates a token, writes it to a 0600
 file, and refuses every request without `Authorization: Bearer <token>` with 401. It runs
 in the foreground (`serve_forever`, the CLI) or in a background thread (`start`, the
-kernel's `%shadow mcp`).
+kernel's `%shadow mcp`); `stop` ends the event streams connected clients keep open, so it
+returns at once rather than when the last client leaves.
 
 Caveat: the token travels in clear over plain HTTP; bind a non-loopback address only on a
 network you trust (the CLI warns).
@@ -14,6 +15,7 @@ network you trust (the CLI warns).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import ipaddress
@@ -36,6 +38,7 @@ from .tools import Tools
 
 LOOPBACK = "127.0.0.1"
 PATH = "/mcp"
+GRACE = 5  # seconds a stopping server waits for requests still running (a lint, a run)
 
 
 # -- stdio ----------------------------------------------------------------------------------------
@@ -149,6 +152,57 @@ class BearerAuth:
         return hmac.compare_digest(given, self._expected)
 
 
+class EndStreams:
+    """ASGI middleware: after `end()`, every open request reads a client disconnect, so the
+    event streams connected clients hold open end at once and a stopping server can stop
+    (uvicorn waits for open connections; sse-starlette's own drain only hears signals)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ending: asyncio.Event | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ending = self._event()
+
+        async def receive_until_ended() -> Any:
+            if not ending.is_set():
+                message = asyncio.ensure_future(receive())
+                ended = asyncio.ensure_future(ending.wait())
+                await asyncio.wait((message, ended), return_when=asyncio.FIRST_COMPLETED)
+                ended.cancel()
+                if message.done():
+                    return message.result()
+                message.cancel()
+            return {"type": "http.disconnect"}
+
+        sent: set[str] = set()  # "start", "end"
+
+        async def send_noting(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                sent.add("start")
+            elif not message.get("more_body", False):
+                sent.add("end")
+            await send(message)
+
+        await self.app(scope, receive_until_ended, send_noting)
+        if ending.is_set() and sent == {"start"}:  # a stream cut short: end its body properly
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _event(self) -> asyncio.Event:
+        if self._ending is None:
+            self._loop, self._ending = asyncio.get_running_loop(), asyncio.Event()
+        return self._ending
+
+    def end(self) -> None:
+        """End every open request (callable from any thread)."""
+        if self._loop is not None and self._ending is not None:
+            self._loop.call_soon_threadsafe(self._ending.set)
+
+
 class HttpServer:
     """MCP over streamable HTTP at http://HOST:PORT/mcp for `tools`, behind a bearer token."""
 
@@ -158,7 +212,9 @@ class HttpServer:
         self._socket = _bind(host, port)
         self.host, self.port = host, int(self._socket.getsockname()[1])
         app = build_server(tools).streamable_http_app(streamable_http_path=PATH, host=host)
-        config = uvicorn.Config(BearerAuth(app, self.token), log_level="warning", lifespan="on")
+        self._streams = EndStreams(BearerAuth(app, self.token))
+        config = uvicorn.Config(self._streams, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=GRACE)  # fmt: skip
         self._uvicorn = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
         self.token_file = write_token(token_file or default_token_file(self.port), self.token)
@@ -191,6 +247,7 @@ class HttpServer:
         return self
 
     def stop(self) -> None:
+        self._streams.end()
         self._uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(10)
