@@ -42,17 +42,32 @@ def fix_id(lints: Sequence[Mapping[str, Any]], code: str, title_part: str) -> st
     return next(f["id"] for f in row["fixes"] if title_part in f["title"])
 
 
-def test_a_whole_session_over_stdio(src: Path) -> None:
+SERVERS = ("--servers", "ruff", "jedi-language-server")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_whole_session(src: Path, tmp_path: Path, transport: str) -> None:
     before = snapshot(src)
 
-    async def session() -> None:
-        async with over_stdio(src, "--servers", "ruff", "jedi-language-server") as agent:
-            await staging_linting_fixing(agent)
-            await navigating(agent)
-            await running(agent)
-            await merging(agent)
+    async def session(agent: Agent) -> None:
+        await staging_linting_fixing(agent)
+        await navigating(agent)
+        await running(agent)
+        await merging(agent)
 
-    anyio.run(session)
+    async def over_stdio_session() -> None:
+        async with over_stdio(src, *SERVERS) as agent:
+            await session(agent)
+
+    async def over_http_session(url: str, token: str) -> None:
+        async with over_http(url, token) as agent:
+            await session(agent)
+
+    if transport == "stdio":
+        anyio.run(over_stdio_session)
+    else:
+        with http_server(src, tmp_path / "token", *SERVERS) as served:
+            anyio.run(over_http_session, served.url, served.token)
     assert snapshot(src) == before
 
 

@@ -113,3 +113,12 @@ def test_bearer_auth_refuses_before_the_app() -> None:
     assert anyio.run(ask, [(b"authorization", b"Bearer t0k")]) == [] and reached == ["http"]
     anyio.run(ask, [], "lifespan")  # startup/shutdown pass through
     assert reached == ["http", "lifespan"]
+
+
+def test_the_cli_refuses_a_bad_address_before_opening_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shadowkernel.cli import main
+
+    assert main(["mcp", str(tmp_path), "--http", "localhost:http"]) == 2
+    assert "--http 'localhost:http': give HOST:PORT" in capsys.readouterr().err
