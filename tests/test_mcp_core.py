@@ -15,7 +15,7 @@ import pytest
 from shadowkernel.errors import ShadowError
 from shadowkernel.lsp import Edit, Fix, Lint, lint_table
 from shadowkernel.mcp import TOOL_NAMES, shapes, snippets
-from shadowkernel.mcp.tools import entries
+from shadowkernel.mcp.tools import entries, stable
 from shadowkernel.mcp.transports import BearerAuth, is_loopback, parse_address, write_token
 from shadowkernel.paths import RelPath
 
@@ -122,3 +122,26 @@ def test_the_cli_refuses_a_bad_address_before_opening_anything(
 
     assert main(["mcp", str(tmp_path), "--http", "localhost:http"]) == 2
     assert "--http 'localhost:http': give HOST:PORT" in capsys.readouterr().err
+
+
+def test_stable_answers_name_the_version_they_were_given_at() -> None:
+    class Moving:  # a branch whose version moves while the first answer is computed
+        name, version = "a", 3
+
+    branch = Moving()
+
+    def ask() -> str:
+        if branch.version == 3:
+            branch.version = 4  # another client staged meanwhile
+            return "stale"
+        return "fresh"
+
+    assert stable(branch, ask) == (4, "fresh")
+    Moving.version = 0
+    always = Moving()
+
+    def moving() -> None:
+        always.version += 1
+
+    with pytest.raises(ShadowError, match="kept changing"):
+        stable(always, moving)

@@ -18,12 +18,14 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import NotFound, PathError, ShadowError, StagingError
 from ..lsp import Fix
 from ..paths import RelPath, is_within, rel
 from . import shapes
+
+T = TypeVar("T")
 
 TOOL_NAMES = (
     "list_branches", "create_branch", "read_file", "list_files", "write_file",
@@ -69,9 +71,8 @@ class Tools:
     def read_file(self, branch: str, path: str) -> shapes.FileText:
         """The text of `path` in the branch's current version (staged, or the user's file)."""
         chosen = self._branch(branch)
-        version = chosen.version
-        return {"branch": branch, "version": version, "path": rel(path),
-                "content": chosen.read(path)}  # fmt: skip
+        version, content = stable(chosen, lambda: chosen.read(path))
+        return {"branch": branch, "version": version, "path": rel(path), "content": content}
 
     def list_files(self, branch: str, path: str = "") -> shapes.Listing:
         """The entries of folder `path` ('' is the project root) in the branch's current
@@ -141,20 +142,20 @@ class Tools:
     def definition(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Where the symbol at path:line:column (1-based) is defined, in the branch's version."""
         chosen = self._branch(branch)
-        found = chosen.definition(path, line, column)
-        return {"branch": branch, "version": chosen.version, "locations": found}
+        version, found = stable(chosen, lambda: chosen.definition(path, line, column))
+        return {"branch": branch, "version": version, "locations": found}
 
     def references(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Every reference to the symbol at path:line:column (1-based)."""
         chosen = self._branch(branch)
-        found = chosen.references(path, line, column)
-        return {"branch": branch, "version": chosen.version, "locations": found}
+        version, found = stable(chosen, lambda: chosen.references(path, line, column))
+        return {"branch": branch, "version": version, "locations": found}
 
     def hover(self, branch: str, path: str, line: int, column: int) -> shapes.HoverAnswer:
         """The hover text (type, docs) at path:line:column (1-based), or null."""
         chosen = self._branch(branch)
-        found = chosen.hover(path, line, column)
-        return {"branch": branch, "version": chosen.version, "hover": found}
+        version, found = stable(chosen, lambda: chosen.hover(path, line, column))
+        return {"branch": branch, "version": version, "hover": found}
 
     def symbols(
         self, branch: str, path: str | None = None, query: str | None = None
@@ -165,8 +166,11 @@ class Tools:
         if (path is None) == (query is None):
             raise ValueError("symbols: give either path (document symbols) or query "
                              "(workspace symbols)")  # fmt: skip
-        found = chosen.symbols(path) if path is not None else self.workspace.symbols(query)
-        return {"branch": branch, "version": chosen.version, "symbols": found}
+        if path is not None:
+            version, found = stable(chosen, lambda: chosen.symbols(path))
+        else:
+            version, found = chosen.version, self.workspace.symbols(query)
+        return {"branch": branch, "version": version, "symbols": found}
 
     # -- runs, diff, merge, accept -------------------------------------------------------------
 
@@ -190,9 +194,10 @@ class Tools:
     def diff(self, branch: str) -> shapes.DiffAnswer:
         """The branch's edits against its base as a unified diff (git style)."""
         chosen = self._branch(branch)
-        changed = shapes.changed(chosen.bases, chosen.files)
-        return {"branch": branch, "version": chosen.version, "paths": changed,
-                "diff": str(chosen.diff())}  # fmt: skip
+        version, (text, changed) = stable(
+            chosen, lambda: (str(chosen.diff()), shapes.changed(chosen.bases, chosen.files))
+        )
+        return {"branch": branch, "version": version, "paths": changed, "diff": text}
 
     def merge_check(self, a: str, b: str, name: str | None = None) -> shapes.Merged:
         """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
@@ -242,6 +247,17 @@ class Tools:
                     known[fix_id] = (version, value)
                     ids.setdefault(row, []).append(fix_id)
             return ids
+
+
+def stable(branch: Any, ask: Callable[[], T], tries: int = 5) -> tuple[int, T]:
+    """(version, ask()) with ask() answered at that version: asked again while another
+    client staged a version meanwhile (the API answers at the current version)."""
+    for _ in range(tries):
+        before = branch.version
+        answer = ask()
+        if branch.version == before:
+            return before, answer
+    raise ShadowError(f"branch {branch.name!r} kept changing while answering; ask again")
 
 
 def is_file(root: str, files: Mapping[RelPath, bytes | None], path: RelPath) -> bool:
