@@ -90,7 +90,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from .mcp import transports
+    try:
+        from .mcp import transports
+    except ImportError as error:
+        raise ShadowError(f"needs the MCP SDK ({error}): pip install 'shadowkernel[mcp]'") from None
     from .mcp.tools import Tools
     from .workspace import Workspace
 

@@ -77,9 +77,12 @@ class Session:
 
     def serve_mcp(self, port: int = 0, allow_accept: bool = False) -> Any:
         """Serve the open workspace over MCP (loopback HTTP) from a background thread."""
-        from ..mcp.tools import Tools
-        from ..mcp.transports import HttpServer
-
+        try:
+            from ..mcp.tools import Tools
+            from ..mcp.transports import HttpServer
+        except ImportError as error:
+            raise UsageError(f"%shadow mcp needs the MCP SDK ({error}): "
+                             "pip install 'shadowkernel[mcp]'") from None  # fmt: skip
         ws = self.require()
         if self.mcp is not None and self.mcp.running:
             raise UsageError(f"an MCP server already serves at {self.mcp.url}; "
