@@ -1,9 +1,9 @@
 """The tool table as an MCP server (the official SDK's `MCPServer`), and its one error edge.
 
 Each tool is registered from its `Tools` method (signature -> input schema, docstring ->
-description, JSON object -> structured result). Errors the caller can fix (`ShadowError`,
-and ValueError/LookupError from argument checks) become tool errors (`isError`) carrying
-the message; anything else is the SDK's generic tool failure. Either way the server stays
+description, JSON object -> structured result). Errors the caller can fix (`ShadowError`)
+become tool errors (`isError`) carrying the message; anything else is a bug, logged with
+its traceback and answered with the SDK's generic tool failure. Either way the server stays
 up. A middleware tags every request with the client's name (from its `initialize`), so the
 workspace's timeline records which external agent asked.
 """
@@ -28,8 +28,6 @@ inside the shadow; nothing reaches the user's folder except accept (when allowed
 staging call makes a new version; lints are final for exactly the version they name. Lines
 and columns are 1-based."""
 
-FIXABLE = (ShadowError, ValueError, LookupError)  # what the caller can correct
-
 
 def build_server(tools: Tools, name: str = "shadowkernel") -> MCPServer[Any]:
     """An MCPServer serving `tools`; run it with a transport from `transports`."""
@@ -47,7 +45,7 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
     def tool(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
-        except FIXABLE as error:
+        except ShadowError as error:  # what the caller can correct; anything else is a bug
             raise ToolError(" ".join(str(error).split()) or type(error).__name__) from None
 
     return tool

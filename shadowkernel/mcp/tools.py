@@ -3,8 +3,8 @@
 `Tools(ws).table()` maps each tool name (`TOOL_NAMES`, fixed: clients rely on them) to a
 bound method whose signature and docstring become the tool's schema and description. No
 MCP types here: `server.py` registers the table and translates errors once at its edge.
-Every method raises only `ShadowError` (or ValueError/LookupError from the API) for bad
-input; the server turns those into tool errors and stays up.
+Every method raises only `ShadowError` subclasses for bad input; the server turns those
+into tool errors and stays up.
 
 Caveats: quick-fix ids live in this object's memory (the fixes of each branch's last lints),
 so they are valid for the server that offered them and for the version they were offered
@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..errors import NotFound, PathError, ShadowError, StagingError
+from ..errors import ArgumentError, NotFound, PathError, ShadowError, StagingError
 from ..lsp import Fix
 from ..paths import RelPath, is_within, rel
 from . import shapes
@@ -164,7 +164,7 @@ class Tools:
         workspace symbols matching the query, as the user's folder shows them."""
         chosen = self._branch(branch)
         if (path is None) == (query is None):
-            raise ValueError("symbols: give either path (document symbols) or query "
+            raise ArgumentError("symbols: give either path (document symbols) or query "
                              "(workspace symbols)")  # fmt: skip
         if path is not None:
             version, found = stable(chosen, lambda: chosen.symbols(path))
@@ -181,9 +181,9 @@ class Tools:
         and caches) becomes the branch's next version; otherwise it stays in its scratch."""
         chosen = self._branch(branch)
         if not command.strip():
-            raise ValueError("command: give a shell command to run")
+            raise ArgumentError("command: give a shell command to run")
         if timeout <= 0:
-            raise ValueError(f"timeout={timeout}: give a positive number of seconds")
+            raise ArgumentError(f"timeout={timeout}: give a positive number of seconds")
         result = chosen.run(command, timeout=timeout, network=network, keep=keep)
         if result.timed_out:
             output = _tail(result.stdout + result.stderr)
