@@ -38,7 +38,7 @@ class Outcome:
 
 def run_process(
     argv: list[str], env: dict[str, str], timeout: float, cap: int,
-    kill_leftovers: Callable[[], None] = lambda: None, cancel: threading.Event | None = None,
+    kill_leftovers: Callable[[], object] = lambda: None, cancel: threading.Event | None = None,
 ) -> Outcome:  # fmt: skip
     """Run `argv` to its end, to its deadline, or until `cancel` is set (killed either way)."""
     start = time.monotonic()
@@ -61,7 +61,7 @@ def run_process(
 
 
 def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
-          kill_leftovers: Callable[[], None], cancel: threading.Event) -> bool:  # fmt: skip
+          kill_leftovers: Callable[[], object], cancel: threading.Event) -> bool:  # fmt: skip
     """Read both pipes until they close; kill the run at `deadline` or when cancelled.
     True if it was stopped that way."""
     selector = selectors.DefaultSelector()
@@ -97,7 +97,7 @@ def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
     return timed_out
 
 
-def _kill(process: subprocess.Popen[bytes], kill_leftovers: Callable[[], None]) -> None:
+def _kill(process: subprocess.Popen[bytes], kill_leftovers: Callable[[], object]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     kill_leftovers()
