@@ -59,7 +59,9 @@ def test_every_offline_run_gets_a_network_namespace_of_its_own() -> None:
 
 def test_runs_hold_no_capabilities_and_root_is_root_only_inside_its_user_namespace() -> None:
     line = command_line(plan())
-    assert {"--unshare-user", "--unshare-pid", "--die-with-parent"} <= set(line)
+    assert {"--unshare-user", "--unshare-pid", "--unshare-uts", "--die-with-parent"} <= set(line)
+    ro = flag_values(line, "--ro-bind")
+    assert ro[:2] == ["/", "/proc/sys"]  # sysctls check mode bits only: root inside passes
     assert flag_values(line, "--cap-drop") == ["ALL"] and "--cap-add" not in line
     assert flag_values(line, "--uid") == ["0"]
     assert "--uid" not in command_line(plan(privileged=False))  # the invoking uid stays

@@ -54,6 +54,7 @@ MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
 DEFAULT_MAX_MEMORY = 4 * 2**30  # bytes, the whole run (cgroup), or each process (rlimit)
 DEFAULT_MAX_DISK = 2 * 2**30  # bytes of each throwaway layer: /tmp, /var/tmp, /dev/shm, home
+BUSES = ("/run/user", "/run/dbus")  # session and system bus sockets: doors out of the sandbox
 
 
 @dataclass(frozen=True)
@@ -219,9 +220,9 @@ def interpreter(source: str, root: str) -> str:
 
 def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
           layers: Sequence[Bind], disk: int) -> Plan:  # fmt: skip
-    # Kept views of other branches, run layers and the shared FUSE mount: out of reach,
-    # unless they lie in directories the run gets private ones of anyway.
-    hidden = [views_home(), os.path.join(scratch_parent(), RUNS), shadow.mountpoint]
+    # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
+    # reach, unless they lie in directories the run gets private ones of anyway.
+    hidden = [views_home(), os.path.join(scratch_parent(), RUNS), shadow.mountpoint, *BUSES]
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(view.root, workdir) if workdir else view.root,

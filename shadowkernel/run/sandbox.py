@@ -10,14 +10,16 @@ namespace built in this order, later entries over earlier ones:
 1. the whole root filesystem read-only (`--ro-bind / /`, submounts included), so compilers,
    venvs, caches and config read as they are, at their own paths;
 2. a minimal /dev (null, zero, full, random, urandom, tty, pts, shm; no disks, no device nodes
-   can be made in a user namespace), /proc of the run's PID namespace (bwrap covers /proc/sys,
-   /proc/sysrq-trigger, /proc/irq and /proc/bus read-only), /sys read-only;
+   can be made in a user namespace), /proc of the run's PID namespace with /proc/sys,
+   /proc/sysrq-trigger, /proc/irq and /proc/bus read-only, /sys read-only; its own hostname
+   (UTS namespace);
 3. private, size-limited tmpfs at /tmp, /var/tmp and /dev/shm (a run that fills one gets
    ENOSPC, the machine nothing);
 4. `binds`: copy-on-write layers prepared outside (`layers.py`: $HOME and `writable=` paths),
    then the branch's view of the project at the user's own path;
 5. `hide`: empty tmpfs over directories the run must not reach (kept overlay views of other
-   branches, when they lie outside /dev and /tmp, which are private already).
+   branches, when they lie outside /dev and /tmp, which are private already; the session
+   buses' sockets in /run/user and /run/dbus).
 
 Where cgroups bound the run, a tiny `sh` prefix joins them (so every process of the run is
 counted from the first fork), then `exec`s bwrap (about 1 ms; Python would cost 15-40); where
@@ -32,6 +34,9 @@ Caveats: bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers are m
 the run (by root; see `layers.py`). With one uid mapped, files owned by other uids show as
 `nobody` inside and cannot be written through a copy-on-write layer. No seccomp filter is
 loaded (nested user namespaces stay possible; they give no power over the host's mounts).
+Unix sockets elsewhere on the read-only filesystem stay connectable with the run's uid (a
+read-only mount does not stop `connect`), and `network=True` shares the machine's network
+namespace, abstract sockets included.
 """
 
 from __future__ import annotations
@@ -43,6 +48,11 @@ from dataclasses import dataclass
 
 DEFAULT_TMP_SIZE = 2 * 2**30  # bytes of each private tmpfs; a size, not a reservation
 PRIVATE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
+# bwrap 0.8 means to cover these itself but, in a user namespace, leaves /proc/sys writable
+# here: a uid 0 mapped to the machine's root passes the sysctls' permission checks (mode
+# bits only), so without this a run could set the machine's hostname or drop its caches.
+PROC_COVERS = ["--ro-bind", "/proc/sys", "/proc/sys",
+               "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,12 +85,14 @@ def command_line(plan: Plan) -> list[str]:
 
 
 def sandbox_flags(plan: Plan) -> list[str]:
-    flags = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc"]
+    flags = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc",
+             "--unshare-uts"]  # fmt: skip
     if plan.privileged:
         flags += ["--uid", "0", "--gid", "0"]
     if not plan.network:
         flags.append("--unshare-net")
     flags += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    flags += PROC_COVERS
     for path in PRIVATE_TMPFS:
         flags += ["--size", str(plan.tmp_size), "--tmpfs", path]
     for bind in plan.binds:
