@@ -435,3 +435,67 @@ def test_a_disk_filling_write_gets_enospc(who) -> None:
     code, size = ran.stdout.split()
     assert code != "0" and int(size) <= 16 * MiB
     assert stat.S_ISDIR(os.stat("/tmp").st_mode)  # and the machine's /tmp is untouched
+
+
+# -- an outside venv ----------------------------------------------------------------------------
+
+
+def make_wheel(folder: Path) -> Path:
+    """A minimal pure-Python wheel, built by hand (a wheel is a zip with its metadata)."""
+    import zipfile
+
+    wheel = folder / "skprobe_pkg-1.0-py3-none-any.whl"
+    files = {
+        "skprobe_pkg/__init__.py": "VALUE = 'installed'\n",
+        "skprobe_pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: skprobe-pkg\nVersion: 1.0\n",
+        "skprobe_pkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + "skprobe_pkg-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in {**files, "skprobe_pkg-1.0.dist-info/RECORD": record}.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+@pytest.fixture
+def outside_venv(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A venv outside the project and outside /tmp (which runs see a private one of)."""
+    folder = Path(tempfile.mkdtemp(prefix="sk-venv-", dir="/var/lib"))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")],
+                       check=True)  # fmt: skip
+        yield folder / "venv", make_wheel(tmp_path)
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_pip_install_into_an_outside_venv_leaves_it_unchanged(outside_venv, tmp_path) -> None:
+    from shadowkernel.overlay.shadow import Shadow
+
+    venv, wheel = outside_venv
+    project = make_project(tmp_path / "project")
+    shutil.copy(wheel, project / wheel.name)  # the wheel travels with the project
+    install = (f"{sys.executable} -m pip --python {venv}/bin/python install -q --no-index "
+               f"--no-deps {wheel.name} && {venv}/bin/python -c "
+               "'import skprobe_pkg; print(skprobe_pkg.VALUE)'")  # fmt: skip
+    before = tree_hash(venv)
+    with Shadow(project) as sh:
+        refused = run_in_shadow(sh, {}, install, timeout=120)
+        layered = run_in_shadow(sh, {}, install, timeout=120, writable=[str(venv)])
+    assert refused.exit_code != 0 and "Read-only file system" in refused.stderr
+    assert layered.exit_code == 0 and layered.stdout == "installed\n", layered.stderr
+    site = f"{venv}/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    assert f"{site}/skprobe_pkg" in layered.written_outside
+    assert tree_hash(venv) == before
+
+
+def test_bad_writable_paths_get_a_clear_error(tmp_path: Path) -> None:
+    from shadowkernel.errors import RunError
+    from shadowkernel.run.layers import check_writable
+
+    (tmp_path / "project" / "sub").mkdir(parents=True)
+    folder = str(tmp_path / "project")
+    for bad in ("relative/venv", str(tmp_path / "missing"), f"{folder}/sub", "/"):
+        with pytest.raises(RunError, match=r"writable="):
+            check_writable([bad], folder)
+    assert check_writable([str(tmp_path), str(tmp_path)], folder) == (str(tmp_path),)
