@@ -99,17 +99,16 @@ def run_in_shadow(
         argv = _argv(command, python, shadow.source, view.root)
         with Layers(layered if view.bind else (), max_disk, scratch_parent()) as layers:
             plan = _plan(shadow, view, argv, workdir, network, layers.binds, max_disk)
-            outcome, limit_notes, oom = _execute(plan, environment, timeout, output_cap, limits,
-                                                 cancel)  # fmt: skip
+            ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
             outside = layers.written()
-        notes += limit_notes
+        outcome, notes = ended.outcome, notes + ended.notes
         written = _harvest(shadow, manifest, view)
-        if not (outcome.timed_out or outcome.cancelled or limit_notes):
+        if ended.clean and not (outcome.timed_out or outcome.cancelled):
             after = patched(manifest, written)  # else something may still write to it
     finally:
         if view.overlay:
             views_of(shadow, views_home()).release(view.overlay, after)
-    return _result(argv, outcome, written, view, network, notes, outside, oom,
+    return _result(argv, outcome, written, view, network, notes, outside, ended.oom_kills,
                    setup=time.monotonic() - start - outcome.duration)  # fmt: skip
 
 
@@ -235,16 +234,23 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
     )
 
 
+@dataclass
+class _Ended:
+    outcome: Outcome
+    notes: list[str]  # on the limits
+    oom_kills: int = 0  # processes the kernel killed at the memory cap
+    clean: bool = True  # no process of the run can still be running
+
+
 def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: Limits,
-             cancel: threading.Event | None) -> tuple[Outcome, list[str], int]:  # fmt: skip
-    """The outcome, notes on the limits, and how many processes the memory cap killed."""
+             cancel: threading.Event | None) -> _Ended:  # fmt: skip
     env["PWD"] = plan.cwd
     places = hierarchies()
     plan = replace(plan, max_processes=None if "pids" in places else limits.processes,
                    max_memory=None if "memory" in places else limits.memory)  # fmt: skip
     notes = _fallback_notes(plan)
-    if not places:
-        return run_process(command_line(plan), env, timeout, cap, cancel=cancel), notes, 0
+    if not places:  # the PID namespace still ends every process with the run
+        return _Ended(run_process(command_line(plan), env, timeout, cap, cancel=cancel), notes)
     cgroup = RunCgroup(places, limits.processes, limits.memory)
     try:
         plan = replace(plan, cgroup_procs=cgroup.procs_files)
@@ -259,7 +265,7 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
                      f"{oom} process(es) of the run")  # fmt: skip
     if not emptied:
         notes.append(f"some processes of the run outlived the kill (cgroups {cgroup.paths})")
-    return outcome, notes, oom
+    return _Ended(outcome, notes, oom, emptied)
 
 
 def _fallback_notes(plan: Plan) -> list[str]:

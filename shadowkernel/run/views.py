@@ -4,9 +4,11 @@ A fresh overlayfs mount starts with empty dentry and inode caches, and filling t
 first pass over a tree 10-20% (measured here: reading every file of a 5,800-file workspace,
 320 ms in a fresh mount, 284 ms in a kept one, 267 ms natively; `find .` 31, 27 and 22 ms).
 So each Shadow keeps a few views mounted in the host's mount namespace, in a 0700 directory
-(`HOME` in the scratch parent), and a run binds one over the user's path in its own namespace
-(a bind is cheap), then covers that directory there: a run, root without CAP_SYS_ADMIN but with
-CAP_DAC_OVERRIDE, must not reach other branches' views or upper layers.
+(`HOME` in the scratch parent), and a run binds one over the user's path in its sandbox (a
+bind is cheap), where that directory is out of sight (a private /dev/shm or /tmp, or an empty
+tmpfs over it): a run must not reach other branches' views or upper layers. Each view's layers
+live on a tmpfs of their own (`DEFAULT_VIEW_SIZE`), so a run that fills the branch's scratch
+gets ENOSPC, not the machine; a kept view keeps the size it was made with.
 
 A view is reused only for the manifest it holds: the one it was built from plus what the runs
 on it wrote (harvested back into the branch, so the branch's next manifest is that one). Any
