@@ -499,3 +499,24 @@ def test_bad_writable_paths_get_a_clear_error(tmp_path: Path) -> None:
         with pytest.raises(RunError, match=r"writable="):
             check_writable([bad], folder)
     assert check_writable([str(tmp_path), str(tmp_path)], folder) == (str(tmp_path),)
+
+
+def test_a_project_inside_home_is_the_branch_and_the_rest_of_home_a_throwaway_layer() -> None:
+    from shadowkernel.overlay.shadow import Shadow
+    from shadowkernel.paths import RelPath
+
+    home = Path(tempfile.mkdtemp(prefix="sk-home-", dir="/var/lib"))
+    try:
+        (home / ".bashrc").write_text("# mine\n")
+        project = make_project(home / "work" / "project")
+        before = tree_hash(home)
+        env = {**os.environ, "HOME": str(home)}
+        with Shadow(project) as sh:
+            ran = run_in_shadow(sh, {}, "echo x >> ~/.bashrc; echo y > ~/work/notes; "
+                                "echo z > made.txt; cat ~/.bashrc", env=env)  # fmt: skip
+        assert ran.exit_code == 0 and ran.stdout == "# mine\nx\n", ran.stderr
+        assert list(ran.written) == [RelPath("made.txt")]  # the branch's scratch
+        assert ran.written_outside == (f"{home}/.bashrc", f"{home}/work/notes")
+        assert tree_hash(home) == before
+    finally:
+        shutil.rmtree(home)
