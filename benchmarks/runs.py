@@ -34,6 +34,7 @@ from shadowkernel.overlay.shadow import Shadow  # noqa: E402
 from shadowkernel.overlay.store import File  # noqa: E402
 from shadowkernel.paths import RelPath  # noqa: E402
 from shadowkernel.run import run_in_shadow  # noqa: E402
+from shadowkernel.run.sandbox import Bind, Plan, command_line  # noqa: E402
 
 ROOT = Path("/tmp/shadowkernel-bench-runs")
 WORKSPACE = ROOT / "workspace"
@@ -156,6 +157,27 @@ def workload_row(shadow: Shadow, workspace: Path, name: str, command: str, repea
     return row
 
 
+def start_costs(workspace: Path, repeat: int) -> dict[str, float]:
+    """Milliseconds to start and end `true` in the bare sandbox (no cgroups, no layers) and,
+    as a baseline at the same load, in the namespaces runs used before the sandbox (`unshare`,
+    loopback up, one bind mount), minus a native spawn; round-robin."""
+    plan = Plan(argv=("true",), cwd=str(workspace), namespaces=True, network=False,
+                privileged=True, binds=(Bind(str(workspace), str(workspace)),))  # fmt: skip
+    before = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
+              "--mount-proc", "--net", "sh", "-c", 'ip link set lo up; mount --bind "$1" "$1"; '
+              'cd "$1"; setpriv --bounding-set=-sys_admin,-dac_read_search,-sys_module true',
+              "sh", str(workspace)]  # fmt: skip
+    lines = {"native": ["true"], "bwrap": command_line(plan), "unshare (before)": before}
+    times: dict[str, list[float]] = {name: [] for name in lines}
+    for _ in range(repeat):
+        for name, line in lines.items():
+            start = time.perf_counter()
+            subprocess.run(line, check=True)
+            times[name].append(time.perf_counter() - start)
+    native = statistics.median(times.pop("native"))
+    return {name: round((statistics.median(t) - native) * 1000, 2) for name, t in times.items()}
+
+
 def native_spawn(repeat: int) -> float:
     def once() -> float:
         start = time.perf_counter()
@@ -180,6 +202,7 @@ def main() -> None:
     with Shadow(workspace) as shadow:
         spawn = native_spawn(args.repeat * 4)
         report["native_spawn_ms"] = round(spawn * 1000, 2)
+        report["start_ms"] = start_costs(workspace, args.repeat * 4)
         for mode in MODES:
             rows = {n: setup_times(shadow, mode, n, args.repeat * 4) for n in (0, 100, 1000)}
             report["setup_ms"][mode] = {
@@ -199,6 +222,12 @@ def print_table(report: dict) -> None:
     print(f"workspace: {report['workspace_files']} files; native spawn of `true`: "
           f"{report['native_spawn_ms']} ms; load {report['load_start']:.2f} at start, "
           f"{report['load_end']:.2f} at end")  # fmt: skip
+    print(
+        "\nstarting `true` in the bare sandbox, and in the namespaces runs used before it "
+        "(minus native spawn):"
+    )
+    for name, ms in report["start_ms"].items():
+        print(f"  {name:<18}{ms:>7.1f} ms")
     print(f"\nper-run setup (run_in_shadow(['true']) minus native spawn; target <= "
           f"{report['setup_target_ms']} ms + O(n))")  # fmt: skip
     print(f"{'mode':<15}{'0 overrides':>14}{'100':>10}{'1000':>10}{'per override':>16}")

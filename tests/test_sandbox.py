@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import pwd
+import resource
 import shutil
 import socket
 import stat
@@ -419,13 +420,15 @@ def test_a_fork_bomb_is_bounded_and_leaves_nothing(who) -> None:
 
 
 def test_a_memory_bomb_is_killed_without_harm_to_the_test(who) -> None:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     bomb = [PYTHON, "-c", "chunks = []\nwhile True:\n    chunks.append(bytearray(2**24))"]
     ran = who.run(bomb, timeout=60, max_memory=256 * MiB)
-    assert ran.exit_code not in (0, None)
-    if isinstance(who, AsRoot):  # the memory cgroup's OOM killer
-        assert ran.out_of_memory and any("memory limit 256 MiB" in n for n in ran.notes)
+    if isinstance(who, AsRoot):  # the memory cgroup's OOM killer, then the run is stopped
+        assert ran.exit_code != 0 and ran.out_of_memory
+        assert any("memory limit 256 MiB" in n for n in ran.notes), ran.notes
     else:  # RLIMIT_AS: the allocation fails inside Python
-        assert "MemoryError" in ran.stderr
+        assert ran.exit_code not in (0, None) and "MemoryError" in ran.stderr
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 64 * 1024  # KiB
 
 
 def test_a_disk_filling_write_gets_enospc(who) -> None:
@@ -520,3 +523,14 @@ def test_a_project_inside_home_is_the_branch_and_the_rest_of_home_a_throwaway_la
         assert tree_hash(home) == before
     finally:
         shutil.rmtree(home)
+
+
+def test_a_run_whose_shell_survives_its_memory_bomb_is_stopped_at_the_cap(tmp_path) -> None:
+    """The OOM killer kills the bomb only; the run as a whole is stopped all the same."""
+    from shadowkernel.overlay.shadow import Shadow
+
+    bomb = f"{PYTHON} -c 'b = []\nwhile True: b.append(bytearray(2**24))'; sleep 120"
+    with Shadow(make_project(tmp_path / "project")) as sh:
+        ran = run_in_shadow(sh, {}, bomb, timeout=100, max_memory=128 * MiB)
+    assert ran.out_of_memory and not ran.ok and not ran.timed_out
+    assert ran.exit_code is None  # stopped, not ended: the shell would have slept on

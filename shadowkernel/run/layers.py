@@ -59,8 +59,11 @@ class Layers:
     parent: str  # where the run's tmpfs is mounted (a 0700 directory below it)
     base: str = ""
     binds: list[Bind] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # path -> why it stays read-only
 
     def __enter__(self) -> Layers:
+        if not self.paths:
+            return self
         home = os.path.join(self.parent, RUNS)
         os.makedirs(home, mode=0o700, exist_ok=True)
         clear_stale(home)  # layers of a process killed before it could drop them
@@ -68,7 +71,10 @@ class Layers:
         try:
             mount("tmpfs", self.base, f"size={self.size},mode=0700")
             for number, path in enumerate(self.paths):
-                self.binds.append(Bind(self._overlay(number, path), path))
+                try:
+                    self.binds.append(Bind(self._overlay(number, path), path))
+                except RunError as error:  # e.g. a lower overlayfs cannot stack on
+                    self.failed[path] = str(error)
         except BaseException:
             self.close()
             raise
@@ -89,7 +95,8 @@ class Layers:
         """Paths the run created, changed or deleted in its layers (top-most of each)."""
         found: list[str] = []
         for number, path in enumerate(self.paths):
-            found += _changes(os.path.join(self.base, str(number), "upper"), path)
+            if path not in self.failed:
+                found += _changes(os.path.join(self.base, str(number), "upper"), path)
         return tuple(sorted(found))
 
     def close(self) -> None:

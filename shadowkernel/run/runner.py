@@ -98,12 +98,13 @@ def run_in_shadow(
     try:
         argv = _argv(command, python, shadow.source, view.root)
         with Layers(layered if view.bind else (), max_disk, scratch_parent()) as layers:
+            notes += [f"{path} read-only to the run: {why}" for path, why in layers.failed.items()]
             plan = _plan(shadow, view, argv, workdir, network, layers.binds, max_disk)
             ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
             outside = layers.written()
         outcome, notes = ended.outcome, notes + ended.notes
         written = _harvest(shadow, manifest, view)
-        if ended.clean and not (outcome.timed_out or outcome.cancelled):
+        if ended.clean and not (outcome.timed_out or outcome.cancelled or outcome.limited):
             after = patched(manifest, written)  # else something may still write to it
     finally:
         if view.overlay:
@@ -254,7 +255,8 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
     cgroup = RunCgroup(places, limits.processes, limits.memory)
     try:
         plan = replace(plan, cgroup_procs=cgroup.procs_files)
-        outcome = run_process(command_line(plan), env, timeout, cap, cgroup.kill_all, cancel)
+        outcome = run_process(command_line(plan), env, timeout, cap, cgroup.kill_all, cancel,
+                              stop_when=lambda: cgroup.oom_kills() > 0)  # fmt: skip
         refused, oom = cgroup.limit_hit(), cgroup.oom_kills()
     finally:
         emptied = cgroup.close()
@@ -262,7 +264,7 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
         notes.append(f"process limit {limits.processes} reached: {refused} forks refused")
     if oom:
         notes.append(f"memory limit {limits.memory // 2**20} MiB reached: the kernel killed "
-                     f"{oom} process(es) of the run")  # fmt: skip
+                     f"{oom} process(es), and the run was stopped")  # fmt: skip
     if not emptied:
         notes.append(f"some processes of the run outlived the kill (cgroups {cgroup.paths})")
     return _Ended(outcome, notes, oom, emptied)
