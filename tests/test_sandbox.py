@@ -89,6 +89,20 @@ def block_devices():
 def open_for_writing(path):  # and close at once: nothing is written even where it opens
     os.close(os.open(path, os.O_WRONLY))
 
+def leave_cgroups():  # open every top cgroup.procs for writing: a way out of the run's limits
+    import glob
+    tops = glob.glob("/sys/fs/cgroup/cgroup.procs") + glob.glob("/sys/fs/cgroup/*/cgroup.procs")
+    opened = []
+    for path in tops:
+        try:
+            open_for_writing(path)
+            opened.append(path)
+        except OSError:
+            pass
+    if opened or not tops:
+        return f"opened {opened} of {tops}"
+    raise PermissionError(f"none of {len(tops)} opened")
+
 def connect(port):
     socket.create_connection(("127.0.0.1", port), timeout=3).close()
 
@@ -109,6 +123,7 @@ attempt("block_devices", block_devices)
 attempt("sysrq", lambda: open_for_writing("/proc/sysrq-trigger"))
 attempt("proc_sys", lambda: open_for_writing("/proc/sys/kernel/hostname"))
 attempt("sys", lambda: open_for_writing("/sys/kernel/uevent_helper"))
+attempt("cgroups", leave_cgroups)
 attempt("host_process", seen_host_process)
 attempt("signal_host", lambda: os.kill(args["sleeper"], 0))
 attempt("host_loopback", lambda: connect(args["port"]))
@@ -271,8 +286,8 @@ def test_the_probe_finds_the_doors_open_outside_a_sandbox(base: Path) -> None:
     sleeper = subprocess.Popen(["bash", "-c", f"exec -a {marker} sleep 600"])
     device = os.stat(base).st_dev
     # Not raw_device: this machine's devices cgroup already refuses even root that open.
-    only = ["tmp_outside", "block_devices", "host_process", "signal_host", "host_loopback",
-            "status"]  # fmt: skip
+    only = ["tmp_outside", "block_devices", "cgroups", "host_process", "signal_host",
+            "host_loopback", "status"]  # fmt: skip
     try:
         with socket.socket() as server:
             server.bind(("127.0.0.1", 0))
@@ -331,6 +346,10 @@ def test_no_device_node_can_be_made_and_no_disk_is_there_to_read(battery: dict) 
 
 def test_sysrq_proc_sys_and_sys_are_read_only(battery: dict) -> None:
     refused(battery, "sysrq", "proc_sys", "sys")
+
+
+def test_the_run_cannot_move_itself_out_of_its_cgroups(battery: dict) -> None:
+    refused(battery, "cgroups")
 
 
 def test_host_processes_are_neither_seen_nor_signalled(battery: dict) -> None:
