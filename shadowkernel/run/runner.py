@@ -44,7 +44,7 @@ from ..overlay.store import Manifest, Override, freeze, patched
 from ..overlay.upper import read_upper
 from ..paths import ROOT, RelPath, rel
 from .cgroup import RunCgroup, hierarchies
-from .layers import RUNS, Layers, check_writable
+from .layers import Layers, check_writable, runs_home
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
 from .sandbox import PRIVATE_TMPFS, Bind, Plan, command_line, machine
@@ -92,14 +92,15 @@ def run_in_shadow(
     workdir, notes = rel(cwd), list[str]()
     limits = Limits(max_processes, max_memory, max_disk)
     environment = dict(os.environ if env is None else env)
-    layered = _layered(environment, check_writable(writable, shadow.source), shadow.source, notes)
+    layered = _layered(environment, check_writable(writable, shadow.source), shadow.source)
     view = _prepare(shadow, manifest, _choose(mode, network, shadow, notes))
     after = None  # the manifest the overlay view shows after the run, if it can be kept
     try:
         argv = _argv(command, python, shadow.source, view.root)
-        with Layers(layered if view.bind else (), max_disk, scratch_parent()) as layers:
+        root = machine().root
+        with Layers(layered if view.bind else (), max_disk, scratch_parent(), root) as layers:
             notes += [f"{path} read-only to the run: {why}" for path, why in layers.failed.items()]
-            plan = _plan(shadow, view, argv, workdir, network, layers.binds, max_disk)
+            plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
             ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
             outside = layers.written()
         outcome, notes = ended.outcome, notes + ended.notes
@@ -113,17 +114,12 @@ def run_in_shadow(
                    setup=time.monotonic() - start - outcome.duration)  # fmt: skip
 
 
-def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str,
-             notes: list[str]) -> tuple[str, ...]:  # fmt: skip
+def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:
     """The paths given copy-on-write layers: the run's $HOME (unless it is the root, the
     project itself, or private to the run anyway) and `writable`."""
     home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
     layer_home = os.path.isdir(home) and home not in ("/", source) and not _private(home)
-    paths = tuple(dict.fromkeys([home] * layer_home + list(writable)))
-    if paths and not machine().root:
-        notes.append(f"{', '.join(paths)} read-only to the run: copy-on-write layers need root")
-        return ()
-    return paths
+    return tuple(dict.fromkeys([home] * layer_home + list(writable)))
 
 
 def _private(path: str) -> bool:
@@ -219,17 +215,20 @@ def interpreter(source: str, root: str) -> str:
 
 
 def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
-          layers: Sequence[Bind], disk: int) -> Plan:  # fmt: skip
+          layers: Layers, disk: int) -> Plan:  # fmt: skip
     # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
     # reach, unless they lie in directories the run gets private ones of anyway.
-    hidden = [views_home(), os.path.join(scratch_parent(), RUNS), shadow.mountpoint, *BUSES]
+    hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
+              *BUSES]  # fmt: skip
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(view.root, workdir) if workdir else view.root,
         namespaces=view.bind is not None,
         network=network,
         privileged=machine().root,
-        binds=(*layers, view.bind) if view.bind else (),
+        binds=(*layers.binds, view.bind) if view.bind else (),
+        overlays=tuple(layers.overlays),
+        ids=None if layers.privileged or not layers.overlays else (os.getuid(), os.getgid()),
         hide=tuple(p for p in hidden if not _private(p) and os.path.isdir(p)),
         tmp_size=disk,
     )

@@ -30,8 +30,11 @@ bwrap's own PID 1 reaps the command: when the command exits, the namespace's rem
 processes are killed by the kernel; killing bwrap (`--die-with-parent`, or its process group)
 kills the whole run, daemons included.
 
-Caveats: bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers are mounted before
-the run (by root; see `layers.py`). With one uid mapped, files owned by other uids show as
+bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers are mounted before it:
+by root in Python (`layers.py`), or, for other users, by `unshare` into a user and mount
+namespace of their own just before bwrap (`overlays`, mounted with `userxattr`).
+
+Caveats: With one uid mapped, files owned by other uids show as
 `nobody` inside and cannot be written through a copy-on-write layer. No seccomp filter is
 loaded (nested user namespaces stay possible; they give no power over the host's mounts).
 Unix sockets elsewhere on the read-only filesystem stay connectable with the run's uid (a
@@ -64,6 +67,20 @@ class Bind:
 
 
 @dataclass(frozen=True)
+class Overlay:
+    """A copy-on-write layer the command line mounts itself (unprivileged runs)."""
+
+    lower: str
+    upper: str
+    work: str
+    mnt: str
+
+    @property
+    def options(self) -> str:
+        return f"lowerdir={self.lower},upperdir={self.upper},workdir={self.work}"
+
+
+@dataclass(frozen=True)
 class Plan:
     argv: tuple[str, ...]
     cwd: str  # absolute, as the run sees it
@@ -76,19 +93,22 @@ class Plan:
     tmp_size: int = DEFAULT_TMP_SIZE
     max_processes: int | None = None  # RLIMIT_NPROC, where no pids cgroup bounds the run
     max_memory: int | None = None  # RLIMIT_AS, where no memory cgroup bounds the run
+    overlays: tuple[Overlay, ...] = ()  # mounted in a user namespace before bwrap starts
+    ids: tuple[int, int] | None = None  # uid, gid inside (None: root's 0, else the caller's)
 
 
 def command_line(plan: Plan) -> list[str]:
     """argv that starts the run described by `plan`."""
     sandbox = sandbox_flags(plan) if plan.namespaces else []
-    return prefix(plan) + rlimits(plan) + sandbox + list(plan.argv)
+    return prefix(plan) + rlimits(plan) + mounts(plan) + sandbox + list(plan.argv)
 
 
 def sandbox_flags(plan: Plan) -> list[str]:
     flags = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc",
              "--unshare-uts"]  # fmt: skip
-    if plan.privileged:
-        flags += ["--uid", "0", "--gid", "0"]
+    uid, gid = plan.ids or ((0, 0) if plan.privileged else (None, None))
+    if uid is not None:
+        flags += ["--uid", str(uid), "--gid", str(gid)]
     if not plan.network:
         flags.append("--unshare-net")
     flags += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -113,6 +133,17 @@ def prefix(plan: Plan) -> list[str]:
         lines.append(f'cd "${len(values)}"')
     script = "set -e\n" + "\n".join(lines) + f'\nshift {len(values)}\nexec "$@"'
     return ["sh", "-c", script, "sh", *values]
+
+
+def mounts(plan: Plan) -> list[str]:
+    """`unshare` into a user and mount namespace of their own, mount `overlays` there (the
+    `userxattr` overlayfs of an unprivileged user), then exec bwrap inside; or nothing."""
+    if not plan.overlays or not plan.namespaces:
+        return []
+    values = [value for o in plan.overlays for value in (f"{o.options},userxattr", o.mnt)]
+    lines = [f'mount -t overlay overlay -o "${i}" "${i + 1}"' for i in range(1, len(values), 2)]
+    script = "set -e\n" + "\n".join(lines) + f'\nshift {len(values)}\nexec "$@"'
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", *values]
 
 
 def rlimits(plan: Plan) -> list[str]:
