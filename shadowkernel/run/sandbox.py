@@ -34,7 +34,7 @@ bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers are mounted be
 by root in Python (`layers.py`), or, for other users, by `unshare` into a user and mount
 namespace of their own just before bwrap (`overlays`, mounted with `userxattr`).
 
-Caveats: With one uid mapped, files owned by other uids show as
+Caveats: with one uid mapped, files owned by other uids show as
 `nobody` inside and cannot be written through a copy-on-write layer. No seccomp filter is
 loaded (nested user namespaces stay possible; they give no power over the host's mounts).
 Unix sockets elsewhere on the read-only filesystem stay connectable with the run's uid (a
