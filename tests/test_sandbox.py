@@ -570,3 +570,21 @@ def test_a_run_whose_shell_survives_its_memory_bomb_is_stopped_at_the_cap(tmp_pa
         ran = run_in_shadow(sh, {}, bomb, timeout=100, max_memory=128 * MiB)
     assert ran.out_of_memory and not ran.ok and not ran.timed_out
     assert ran.exit_code is None  # stopped, not ended: the shell would have slept on
+
+
+def test_root_runs_read_tmp_as_it_is_and_their_writes_there_vanish(tmp_path: Path) -> None:
+    """Tests kept in /tmp outside the project (an eval's hidden tests) stay reachable."""
+    from shadowkernel.overlay.shadow import Shadow
+
+    outside = Path(tempfile.mkdtemp(prefix="sk-outside-", dir="/tmp"))
+    try:
+        (outside / "hidden.txt").write_text("hidden\n")
+        before = tree_hash(outside)
+        with Shadow(make_project(tmp_path / "project")) as sh:
+            ran = run_in_shadow(sh, {}, f"cat {outside}/hidden.txt; echo x > {outside}/new; "
+                                f"rm {outside}/hidden.txt; ls {outside}")  # fmt: skip
+        assert ran.exit_code == 0 and ran.stdout == "hidden\nnew\n", ran.stderr
+        assert ran.written_outside == ()  # /tmp is scratch: its writes go unlisted
+        assert tree_hash(outside) == before
+    finally:
+        shutil.rmtree(outside)

@@ -65,6 +65,7 @@ class Layers:
     size: int  # bytes of the tmpfs holding every upper layer (root)
     parent: str  # the scratch parent, where the run's directory is made
     privileged: bool  # root: mounted here; else by the run's command line (`overlays`)
+    unlisted: frozenset[str] = frozenset()  # layered paths whose writes `written()` leaves out
     base: str = ""
     binds: list[Bind] = field(default_factory=list)
     overlays: list[Overlay] = field(default_factory=list)  # for the command line to mount
@@ -110,7 +111,7 @@ class Layers:
         opaque = ("trusted" if self.privileged else "user") + ".overlay.opaque"
         found: list[str] = []
         for number, path in enumerate(self.paths):
-            if path not in self.failed:
+            if path not in self.failed and path not in self.unlisted:
                 found += _changes(os.path.join(self.base, str(number), "upper"), path, opaque)
         return tuple(sorted(found))
 

@@ -18,7 +18,7 @@ class RunResult:
     its `*_truncated` flag is set. `written` is the run's delta on the manifest it ran on
     (path -> override, None: back to the manifest's absence). `written_outside` lists the
     paths outside the project the run created, changed or deleted in its throwaway layers
-    ($HOME, `writable=` paths; not its private /tmp): none of it reached the machine.
+    ($HOME, `writable=` paths; not /tmp or /var/tmp): none of it reached the machine.
     `out_of_memory`: the kernel killed processes of the run at its memory cap."""
 
     command: tuple[str, ...]

@@ -17,9 +17,10 @@ Two ways to show the view, chosen per run (`mode`):
 
 Either way the run's writes never reach the user's folder: they land in the upper layer or
 in the shadow's override table, and the run cannot unmount its view (no capabilities). The
-rest of the machine is read-only to it except its private /tmp, /var/tmp and /dev/shm and
-the copy-on-write layers over $HOME and `writable=` paths (`sandbox.py`, `layers.py`), all
-thrown away when it ends; `RunResult.written_outside` lists what it wrote there. Limits:
+rest of the machine is read-only to it except its private /dev/shm and copy-on-write layers
+over /tmp and /var/tmp (root; an empty tmpfs there for other users), $HOME and `writable=`
+paths (`sandbox.py`, `layers.py`), all thrown away when it ends;
+`RunResult.written_outside` lists what it wrote in $HOME and `writable=` paths. Limits:
 `max_processes` and `max_memory` (cgroups, `cgroup.py`), `max_disk` (each throwaway tmpfs),
 `timeout` and `output_cap`.
 
@@ -54,6 +55,7 @@ MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
 DEFAULT_MAX_MEMORY = 4 * 2**30  # bytes, the whole run (cgroup), or each process (rlimit)
 DEFAULT_MAX_DISK = 2 * 2**30  # bytes of each throwaway layer: /tmp, /var/tmp, /dev/shm, home
+TMP_DIRS = ("/tmp", "/var/tmp")  # copy-on-write for root runs; their writes go unlisted
 BUSES = ("/run/user", "/run/dbus")  # session and system bus sockets: doors out of the sandbox
 
 
@@ -98,7 +100,8 @@ def run_in_shadow(
     try:
         argv = _argv(command, python, shadow.source, view.root)
         root = machine().root
-        with Layers(layered if view.bind else (), max_disk, scratch_parent(), root) as layers:
+        with Layers(layered if view.bind else (), max_disk, scratch_parent(), root,
+                    unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
             notes += [f"{path} read-only to the run: {why}" for path, why in layers.failed.items()]
             plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
             ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
@@ -115,16 +118,23 @@ def run_in_shadow(
 
 
 def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:
-    """The paths given copy-on-write layers: the run's $HOME (unless it is the root, the
-    project itself, or private to the run anyway) and `writable`."""
+    """The paths given copy-on-write layers: /tmp and /var/tmp (root only: other users' layers
+    have no size limit, so they get empty tmpfs there), the run's $HOME (unless it is the root
+    or the project itself) and `writable`."""
+    tmp = [p for p in TMP_DIRS if os.path.isdir(p)] if machine().root else []
     home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
-    layer_home = os.path.isdir(home) and home not in ("/", source) and not _private(home)
-    return tuple(dict.fromkeys([home] * layer_home + list(writable)))
+    homes = [home] if os.path.isdir(home) and home not in ("/", source, *tmp) else []
+    return tuple(dict.fromkeys(tmp + homes + list(writable)))
 
 
-def _private(path: str) -> bool:
-    """Whether `path` lies in a directory every run gets a private tmpfs of."""
-    return any((path + "/").startswith(tmp + "/") for tmp in PRIVATE_TMPFS)
+def _tmpfs(layers: Layers) -> tuple[str, ...]:
+    """Where the run gets an empty tmpfs: /dev/shm, and /tmp and /var/tmp unless layered."""
+    layered = {bind.target for bind in layers.binds} | {o.lower for o in layers.overlays}
+    return tuple(p for p in PRIVATE_TMPFS if p not in layered)
+
+
+def _under(path: str, directory: str) -> bool:
+    return (path + "/").startswith(directory.rstrip("/") + "/")
 
 
 # -- choosing and preparing the view ------------------------------------------------------------
@@ -217,7 +227,7 @@ def interpreter(source: str, root: str) -> str:
 def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
           layers: Layers, disk: int) -> Plan:  # fmt: skip
     # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
-    # reach, unless they lie in directories the run gets private ones of anyway.
+    # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless in the private /dev/shm.
     hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
               *BUSES]  # fmt: skip
     return Plan(
@@ -229,7 +239,8 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
         binds=(*layers.binds, view.bind) if view.bind else (),
         overlays=tuple(layers.overlays),
         ids=None if layers.privileged or not layers.overlays else (os.getuid(), os.getgid()),
-        hide=tuple(p for p in hidden if not _private(p) and os.path.isdir(p)),
+        hide=tuple(p for p in hidden if not _under(p, "/dev/shm") and os.path.isdir(p)),
+        tmpfs=_tmpfs(layers),
         tmp_size=disk,
     )
 

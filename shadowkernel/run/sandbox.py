@@ -13,10 +13,10 @@ namespace built in this order, later entries over earlier ones:
    can be made in a user namespace), /proc of the run's PID namespace with /proc/sys,
    /proc/sysrq-trigger, /proc/irq and /proc/bus read-only, /sys read-only; its own hostname
    (UTS namespace);
-3. private, size-limited tmpfs at /tmp, /var/tmp and /dev/shm (a run that fills one gets
-   ENOSPC, the machine nothing);
-4. `binds`: copy-on-write layers prepared outside (`layers.py`: $HOME and `writable=` paths),
-   then the branch's view of the project at the user's own path;
+3. `tmpfs`: empty, size-limited tmpfs (a run that fills one gets ENOSPC, the machine
+   nothing): /dev/shm always, /tmp and /var/tmp where they are not layered (below);
+4. `binds`: copy-on-write layers prepared outside (`layers.py`: /tmp and /var/tmp for root,
+   $HOME, `writable=` paths), then the branch's view of the project at the user's own path;
 5. `hide`: empty tmpfs over directories the run must not reach (kept overlay views of other
    branches, when they lie outside /dev and /tmp, which are private already; the session
    buses' sockets in /run/user and /run/dbus).
@@ -90,6 +90,7 @@ class Plan:
     binds: tuple[Bind, ...] = ()  # in order: copy-on-write layers, then the project's view
     hide: tuple[str, ...] = ()  # covered by an empty tmpfs once the binds are in place
     cgroup_procs: tuple[str, ...] = ()  # cgroup.procs files to join before anything forks
+    tmpfs: tuple[str, ...] = PRIVATE_TMPFS  # each given an empty tmpfs of `tmp_size` bytes
     tmp_size: int = DEFAULT_TMP_SIZE
     max_processes: int | None = None  # RLIMIT_NPROC, where no pids cgroup bounds the run
     max_memory: int | None = None  # RLIMIT_AS, where no memory cgroup bounds the run
@@ -113,7 +114,7 @@ def sandbox_flags(plan: Plan) -> list[str]:
         flags.append("--unshare-net")
     flags += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     flags += PROC_COVERS
-    for path in PRIVATE_TMPFS:
+    for path in plan.tmpfs:
         flags += ["--size", str(plan.tmp_size), "--tmpfs", path]
     for bind in plan.binds:
         flags += ["--bind", bind.source, bind.target]
