@@ -54,7 +54,7 @@ from .views import HOME, View, views_of
 MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
 DEFAULT_MAX_MEMORY = 4 * 2**30  # bytes, the whole run (cgroup), or each process (rlimit)
-DEFAULT_MAX_DISK = 2 * 2**30  # bytes of each throwaway layer: /tmp, /var/tmp, /dev/shm, home
+DEFAULT_MAX_DISK = 2 * 2**30  # bytes of each throwaway tmpfs: /dev/shm, the run's layers, ...
 TMP_DIRS = ("/tmp", "/var/tmp")  # copy-on-write for root runs; their writes go unlisted
 BUSES = ("/run/user", "/run/dbus")  # session and system bus sockets: doors out of the sandbox
 
