@@ -227,9 +227,10 @@ def interpreter(source: str, root: str) -> str:
 def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
           layers: Layers, disk: int) -> Plan:  # fmt: skip
     # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
-    # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless in the private /dev/shm.
+    # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless under an empty tmpfs.
     hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
               *BUSES]  # fmt: skip
+    tmpfs = _tmpfs(layers)
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(view.root, workdir) if workdir else view.root,
@@ -239,8 +240,10 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
         binds=(*layers.binds, view.bind) if view.bind else (),
         overlays=tuple(layers.overlays),
         ids=None if layers.privileged or not layers.overlays else (os.getuid(), os.getgid()),
-        hide=tuple(p for p in hidden if not _under(p, "/dev/shm") and os.path.isdir(p)),
-        tmpfs=_tmpfs(layers),
+        hide=tuple(
+            p for p in hidden if os.path.isdir(p) and not any(_under(p, t) for t in tmpfs)
+        ),  # fmt: skip
+        tmpfs=tmpfs,
         tmp_size=disk,
     )
 
