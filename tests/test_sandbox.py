@@ -588,3 +588,38 @@ def test_root_runs_read_tmp_as_it_is_and_their_writes_there_vanish(tmp_path: Pat
         assert tree_hash(outside) == before
     finally:
         shutil.rmtree(outside)
+
+
+def test_runs_start_while_the_machine_mounts_and_unmounts(tmp_path: Path) -> None:
+    """bwrap remounts every mount it copies read-only; one that goes meanwhile (another
+    shadow's view, a FUSE mount ending) must not fail the run."""
+    from shadowkernel.overlay.shadow import Shadow
+    from shadowkernel.run.views import destroy, mount
+
+    churn_dir = Path(tempfile.mkdtemp(prefix="sk-churn-", dir="/var/lib"))
+    done = threading.Event()
+
+    def churn() -> None:  # what views and layers do: mount below a directory, then drop both
+        live: list[str] = []
+        for number in range(200_000):  # bounded; stops as soon as the runs are over
+            if done.is_set():
+                break
+            place = churn_dir / str(number)
+            place.mkdir()
+            mount("tmpfs", str(place), "size=4k")
+            live.append(str(place))
+            if len(live) > 40:  # many mounts for bwrap to remount, one going at a time
+                destroy(live.pop(0))
+        for place in live:
+            destroy(place)
+
+    churner = threading.Thread(target=churn)
+    try:
+        with Shadow(make_project(tmp_path / "project")) as sh:
+            churner.start()
+            ran = [run_in_shadow(sh, {}, ["true"]) for _ in range(30)]
+    finally:
+        done.set()
+        churner.join(30)
+        shutil.rmtree(churn_dir)
+    assert [r.exit_code for r in ran] == [0] * 30, [r.stderr for r in ran if r.exit_code]

@@ -32,6 +32,7 @@ with `sys.executable` otherwise.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +40,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..errors import RunError
 from ..overlay.store import Manifest, Override, freeze, patched
@@ -264,12 +266,12 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
                    max_memory=None if "memory" in places else limits.memory)  # fmt: skip
     notes = _fallback_notes(plan)
     if not places:  # the PID namespace still ends every process with the run
-        return _Ended(run_process(command_line(plan), env, timeout, cap, cancel=cancel), notes)
+        return _Ended(_start(plan, env, timeout, cap, cancel=cancel), notes)
     cgroup = RunCgroup(places, limits.processes, limits.memory)
     try:
         plan = replace(plan, cgroup_procs=cgroup.procs_files)
-        outcome = run_process(command_line(plan), env, timeout, cap, cgroup.kill_all, cancel,
-                              stop_when=lambda: cgroup.oom_kills() > 0)  # fmt: skip
+        outcome = _start(plan, env, timeout, cap, cgroup.kill_all, cancel,
+                         stop_when=lambda: cgroup.oom_kills() > 0)  # fmt: skip
         refused, oom = cgroup.limit_hit(), cgroup.oom_kills()
     finally:
         emptied = cgroup.close()
@@ -281,6 +283,24 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
     if not emptied:
         notes.append(f"some processes of the run outlived the kill (cgroups {cgroup.paths})")
     return _Ended(outcome, notes, oom, emptied)
+
+
+# The remount of a submount of `--ro-bind / /` that went meanwhile: ENOENT or EINVAL.
+SETUP_RACE = re.compile(r"bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply "
+                        r"mount flags: remount ")  # fmt: skip
+SETUP_TRIES = 5
+
+
+def _start(plan: Plan, *args: Any, **kwargs: Any) -> Outcome:
+    """run_process, again when bwrap lost a race with the machine's mounts: `--ro-bind / /`
+    remounts every mount it copied, and one unmounted meanwhile (another shadow's view, a
+    FUSE mount ending) fails the setup before the command ever started."""
+    for _ in range(SETUP_TRIES - 1):
+        outcome = run_process(command_line(plan), *args, **kwargs)
+        raced = outcome.exit_code == 1 and outcome.stdout.total == 0
+        if not (raced and SETUP_RACE.match(outcome.stderr.text())):
+            return outcome
+    return run_process(command_line(plan), *args, **kwargs)
 
 
 def _fallback_notes(plan: Plan) -> list[str]:

@@ -39,7 +39,9 @@ Caveats: with one uid mapped, files owned by other uids show as
 loaded (nested user namespaces stay possible; they give no power over the host's mounts).
 Unix sockets elsewhere on the read-only filesystem stay connectable with the run's uid (a
 read-only mount does not stop `connect`), and `network=True` shares the machine's network
-namespace, abstract sockets included.
+namespace, abstract sockets included. bwrap remounts every submount of `--ro-bind / /`
+read-only; one unmounted meanwhile (views and FUSE mounts come and go on a shared machine)
+fails its setup before the command starts, so the runner starts it again (`runner._start`).
 """
 
 from __future__ import annotations
