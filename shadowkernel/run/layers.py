@@ -126,7 +126,7 @@ class Layers:
 
 def runs_home(parent: str, privileged: bool) -> str:
     """Where runs' layers go: one directory per uid, each only its owner can enter."""
-    return os.path.join(parent, RUNS if privileged else f"{RUNS}-{os.getuid()}")
+    return os.path.join(parent, RUNS if privileged else f"{RUNS}-{os.geteuid()}")
 
 
 def _changes(upper: str, lower: str, opaque: str) -> list[str]:
