@@ -6,7 +6,10 @@ The workspace (a git repository of generated packages plus a `.venv` with pandas
 `uv`) is built once under /tmp/shadowkernel-bench-runs and reused. Workload times are taken
 inside the run by bash's `time`, so they compare the workload itself; the setup rows time
 `run_in_shadow(["true"])` end to end against spawning `true` natively. Prints a table, then
-one JSON object as the last line. Needs root and FUSE.
+one JSON object as the last line. Needs root, FUSE and bwrap. Every run is sandboxed as
+`run_in_shadow` does it (bubblewrap, read-only machine, copy-on-write $HOME, cgroups; the
+setup rows offline, so with a network namespace of their own; the workloads with
+`network=True`, which changes nothing they do).
 
 overlayfs runs of one manifest reuse a kept overlay view (warm caches), as a branch's runs do;
 "overlayfs-new" runs get a new view each time (a manifest that differs per run, as after a
@@ -31,6 +34,7 @@ from shadowkernel.overlay.shadow import Shadow  # noqa: E402
 from shadowkernel.overlay.store import File  # noqa: E402
 from shadowkernel.paths import RelPath  # noqa: E402
 from shadowkernel.run import run_in_shadow  # noqa: E402
+from shadowkernel.run.sandbox import Bind, Plan, command_line  # noqa: E402
 
 ROOT = Path("/tmp/shadowkernel-bench-runs")
 WORKSPACE = ROOT / "workspace"
@@ -38,6 +42,7 @@ LAYOUT = "1"
 MODES = ["overlayfs", "overlayfs-new", "fuse"]
 STAMP = RelPath("src/app/api/zz_stamp.py")  # differs per run: forces a new view
 TARGETS = {"import pandas": 1.15, "git status": 1.5, "full read": 1.3, "find": 1.5}
+SETUP_TARGET_MS = 25  # at zero overrides, sandbox included
 WORKLOADS = {
     "import pandas": ".venv/bin/python -c 'import pandas'",
     "git status": "git status --porcelain",
@@ -152,6 +157,27 @@ def workload_row(shadow: Shadow, workspace: Path, name: str, command: str, repea
     return row
 
 
+def start_costs(workspace: Path, repeat: int) -> dict[str, float]:
+    """Milliseconds to start and end `true` in the bare sandbox (no cgroups, no layers) and,
+    as a baseline at the same load, in the namespaces runs used before the sandbox (`unshare`,
+    loopback up, one bind mount), minus a native spawn; round-robin."""
+    plan = Plan(argv=("true",), cwd=str(workspace), namespaces=True, network=False,
+                privileged=True, binds=(Bind(str(workspace), str(workspace)),))  # fmt: skip
+    before = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
+              "--mount-proc", "--net", "sh", "-c", 'ip link set lo up; mount --bind "$1" "$1"; '
+              'cd "$1"; setpriv --bounding-set=-sys_admin,-dac_read_search,-sys_module true',
+              "sh", str(workspace)]  # fmt: skip
+    lines = {"native": ["true"], "bwrap": command_line(plan), "unshare (before)": before}
+    times: dict[str, list[float]] = {name: [] for name in lines}
+    for _ in range(repeat):
+        for name, line in lines.items():
+            start = time.perf_counter()
+            subprocess.run(line, check=True)
+            times[name].append(time.perf_counter() - start)
+    native = statistics.median(times.pop("native"))
+    return {name: round((statistics.median(t) - native) * 1000, 2) for name, t in times.items()}
+
+
 def native_spawn(repeat: int) -> float:
     def once() -> float:
         start = time.perf_counter()
@@ -170,10 +196,13 @@ def main() -> None:
     args = parser.parse_args()
     workspace = ensure_workspace()
     files = sum(len(f) for _, _, f in os.walk(workspace))
-    report: dict = {"workspace_files": files, "setup_ms": {}, "workloads": {}}
+    report: dict = {"workspace_files": files, "setup_ms": {}, "workloads": {},
+                    "setup_target_ms": SETUP_TARGET_MS,
+                    "load_start": os.getloadavg()[0]}  # fmt: skip
     with Shadow(workspace) as shadow:
         spawn = native_spawn(args.repeat * 4)
         report["native_spawn_ms"] = round(spawn * 1000, 2)
+        report["start_ms"] = start_costs(workspace, args.repeat * 4)
         for mode in MODES:
             rows = {n: setup_times(shadow, mode, n, args.repeat * 4) for n in (0, 100, 1000)}
             report["setup_ms"][mode] = {
@@ -184,14 +213,23 @@ def main() -> None:
             }
         for name, command in WORKLOADS.items():
             report["workloads"][name] = workload_row(shadow, workspace, name, command, args.repeat)
+    report["load_end"] = os.getloadavg()[0]
     print_table(report)
     print(json.dumps(report, sort_keys=True))
 
 
 def print_table(report: dict) -> None:
     print(f"workspace: {report['workspace_files']} files; native spawn of `true`: "
-          f"{report['native_spawn_ms']} ms")  # fmt: skip
-    print("\nper-run setup (run_in_shadow(['true']) minus native spawn; target <= 20 ms + O(n))")
+          f"{report['native_spawn_ms']} ms; load {report['load_start']:.2f} at start, "
+          f"{report['load_end']:.2f} at end")  # fmt: skip
+    print(
+        "\nstarting `true` in the bare sandbox, and in the namespaces runs used before it "
+        "(minus native spawn):"
+    )
+    for name, ms in report["start_ms"].items():
+        print(f"  {name:<18}{ms:>7.1f} ms")
+    print(f"\nper-run setup (run_in_shadow(['true']) minus native spawn; target <= "
+          f"{report['setup_target_ms']} ms + O(n))")  # fmt: skip
     print(f"{'mode':<15}{'0 overrides':>14}{'100':>10}{'1000':>10}{'per override':>16}")
     for mode, row in report["setup_ms"].items():
         print(f"{mode:<15}{row['0']:>11.1f} ms{row['100']:>7.1f} ms{row['1000']:>7.1f} ms"

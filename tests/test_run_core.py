@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from shadowkernel.run.result import Capture
-from shadowkernel.run.sandbox import Plan, command_line, setup_script
+from shadowkernel.run.sandbox import Bind, Overlay, Plan, command_line
 
 
 def test_capture_under_the_cap_keeps_everything() -> None:
@@ -42,48 +43,84 @@ def test_capture_replaces_undecodable_bytes() -> None:
 
 def plan(**changes: object) -> Plan:
     values: dict = dict(argv=("echo", "hi"), cwd="/w/src", namespaces=True, network=False,
-                        privileged=True, mount=("mount", "--bind", "/m", "/w/src"))  # fmt: skip
+                        privileged=True, binds=(Bind("/m", "/w/src"),))  # fmt: skip
     values.update(changes)
     return Plan(**values)
 
 
-def test_command_line_isolates_the_network_only_when_asked() -> None:
-    assert "--net" in command_line(plan(network=False))
-    assert "--net" not in command_line(plan(network=True))
-    assert "ip link set lo up" not in setup_script(plan(network=True))
+def flag_values(line: list[str], flag: str) -> list[str]:
+    return [line[i + 1] for i, word in enumerate(line) if word == flag]
 
 
-def test_offline_runs_join_the_shared_loopback_namespace_when_there_is_one() -> None:
-    line = command_line(plan(netns="/run/netns/x"))
-    assert line[:2] == ["nsenter", "--net=/run/netns/x"] and "--net" not in line
-    assert "ip link" not in setup_script(plan(netns="/run/netns/x"))
-    assert "--net" not in command_line(plan(network=True, netns="/run/netns/x"))[2:]
+def test_every_offline_run_gets_a_network_namespace_of_its_own() -> None:
+    assert "--unshare-net" in command_line(plan(network=False))
+    assert "--unshare-net" not in command_line(plan(network=True))
 
 
-def test_unprivileged_runs_map_root_in_a_user_namespace() -> None:
-    line = command_line(plan(privileged=False))
-    assert line[line.index("--user") + 1] == "--map-root-user"
-    assert "setpriv" not in setup_script(plan(privileged=False))
+def test_runs_hold_no_capabilities_and_root_is_root_only_inside_its_user_namespace() -> None:
+    line = command_line(plan())
+    assert {"--unshare-user", "--unshare-pid", "--unshare-uts", "--die-with-parent"} <= set(line)
+    ro = flag_values(line, "--ro-bind")
+    assert ro[:2] == ["/", "/proc/sys"]  # sysctls check mode bits only: root inside passes
+    assert flag_values(line, "--cap-drop") == ["ALL"] and "--cap-add" not in line
+    assert flag_values(line, "--uid") == ["0"]
+    assert "--uid" not in command_line(plan(privileged=False))  # the invoking uid stays
 
 
-def test_the_command_runs_as_a_child_of_the_namespace_init() -> None:
-    script = setup_script(plan(cgroup_procs="/sys/fs/cgroup/pids/x/cgroup.procs"))
-    lines = script.splitlines()
-    assert lines[1].startswith("echo 0 > ")  # joins the cgroup before anything forks
-    assert lines[-1].endswith('"$@"') and not lines[-1].startswith("exec")
+def test_the_machine_is_read_only_and_binds_come_in_order_over_it() -> None:
+    binds = (Bind("/shm/home", "/root"), Bind("/shm/venv", "/opt/venv"), Bind("/m", "/w/src"))
+    line = command_line(plan(binds=binds, hide=("/srv/views",)))
+    assert line[line.index("--ro-bind") + 1 : line.index("--ro-bind") + 3] == ["/", "/"]
+    assert flag_values(line, "--dev") == ["/dev"] and flag_values(line, "--proc") == ["/proc"]
+    assert flag_values(line, "--tmpfs") == ["/tmp", "/var/tmp", "/dev/shm", "/srv/views"]
+    assert flag_values(line, "--bind") == ["/shm/home", "/shm/venv", "/m"]
+    assert line.index("--ro-bind") < line.index("/dev/shm") < line.index("/shm/home")
+    assert line.index("/m") < line.index("/srv/views")  # hidden once everything is bound
 
 
-def test_setup_script_quotes_hostile_paths() -> None:
+def test_private_tmpfs_are_size_limited() -> None:
+    line = command_line(plan(tmp_size=12345))
+    assert flag_values(line, "--size") == ["12345"] * 3
+
+
+def test_the_command_follows_the_sandbox_flags_untouched() -> None:
+    line = command_line(plan(argv=("--weird", "$(x)")))
+    assert line[0] == "bwrap" and line[-3:] == ["--", "--weird", "$(x)"]
+    assert line[line.index("--chdir") + 1] == "/w/src"
+
+
+def test_cgroups_are_joined_before_the_sandbox_starts() -> None:
+    procs = ("/sys/fs/cgroup/pids/x/cgroup.procs", "/sys/fs/cgroup/memory/x/cgroup.procs")
+    line = command_line(plan(cgroup_procs=procs))
+    assert line[:2] == ["sh", "-c"] and line[3:6] == ["sh", *procs]
+    assert line[6] == "bwrap"
+    script = line[2].splitlines()
+    assert script[1:3] == ['echo 0 > "$1"', 'echo 0 > "$2"'] and script[-1] == 'exec "$@"'
+
+
+def test_without_cgroups_rlimits_bound_the_run() -> None:
+    line = command_line(plan(max_processes=64, max_memory=2**30))
+    assert line[:4] == ["prlimit", "--nproc=64", f"--as={2**30}", "--"]
+    assert command_line(plan())[0] == "bwrap"
+
+
+def test_setup_script_quotes_hostile_paths(tmp_path: Path) -> None:
     """A path full of shell syntax reaches `cd` as one word, and nothing else runs."""
-    odd = "/tmp/it's a $(touch /tmp/pwned) `x` ;dir"
-    script = setup_script(plan(namespaces=False, mount=(), cwd=odd))
-    (cd_line,) = [line for line in script.splitlines() if line.startswith("cd ")]
-    echo = cd_line.replace("cd ", "printf '%s\\n' ", 1)
-    words = subprocess.run(["sh", "-c", echo], capture_output=True, text=True, check=True)
-    assert words.stdout.splitlines() == [odd]
+    odd = tmp_path / "it's a $(touch pwned) `touch x` ;dir"
+    odd.mkdir()
+    line = command_line(plan(namespaces=False, binds=(), cwd=str(odd), argv=("pwd",)))
+    done = subprocess.run(line, capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert done.stdout == f"{odd}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [odd.name]
 
 
-def test_kept_views_are_covered_once_the_view_is_bound() -> None:
-    lines = setup_script(plan(hide="/dev/shm/views")).splitlines()
-    bind = lines.index("mount --bind /m /w/src")
-    assert lines[bind + 1] == "mount -t tmpfs -o ro,size=4k shadowkernel-hidden /dev/shm/views"
+def test_unprivileged_layers_are_mounted_in_a_user_namespace_before_the_sandbox() -> None:
+    layer = Overlay("/home/u", "/shm/0/upper", "/shm/0/work", "/shm/0/mnt")
+    line = command_line(plan(privileged=False, overlays=(layer,), ids=(1001, 1001),
+                             binds=(Bind(layer.mnt, "/home/u"), Bind("/m", "/w/src"))))  # fmt: skip
+    assert line[:4] == ["unshare", "--user", "--map-root-user", "--mount"]
+    start = line.index("bwrap")
+    assert line[start - 2 : start] == [f"{layer.options},userxattr", layer.mnt]
+    assert 'mount -t overlay overlay -o "$1" "$2"' in line[6].splitlines()
+    assert flag_values(line, "--uid") == ["1001"]  # not root of the outer namespace
+    assert "unshare" not in command_line(plan(privileged=False))

@@ -271,7 +271,7 @@ def folder_entries(root: str, folder: RelPath) -> dict[str, str] | None:
     """name -> kind of a folder in the user's folder; None when it is not a folder there."""
     full = os.path.join(root, folder)
     real = os.path.realpath(full)
-    if real != root and not real.startswith(root + "/"):
+    if not is_within(real, root):
         raise PathError(f"path {folder!r} leads out of the project through a symlink")
     if not os.path.isdir(full):
         return None

@@ -1,9 +1,16 @@
-"""A pids cgroup per run: a hard bound on its processes, and the list of what is still alive.
+"""A cgroup per run: hard bounds on its processes and memory, and the list of what is alive.
 
-A fork storm inside a PID namespace still takes PIDs from the whole machine (RLIMIT_NPROC
-does not bind root), so the bound has to come from the pids controller. Where no writable
-pids hierarchy exists (cgroup v2 without delegation, unprivileged), runs go without one and
-the result says so.
+A fork storm inside a PID namespace still takes PIDs from the whole machine, and a memory
+bomb takes the machine's memory, so the bounds come from the pids and memory controllers:
+`pids.max`, and `memory.max` (v2) or `memory.limit_in_bytes` (v1, with the swap limit where
+the kernel has one). Over its memory cap the kernel's OOM killer kills inside the run only
+(v2 kills the whole run: `memory.oom.group`); the result says so.
+
+Each controller is looked for where this process already is: cgroup v2 (the unified
+hierarchy, when its controllers are delegated: enabled in `cgroup.subtree_control` of this
+process's cgroup), else cgroup v1 (a hierarchy per controller). Where neither is writable
+(an unprivileged user without delegation), the run gets rlimits instead (RLIMIT_NPROC for its
+uid, RLIMIT_AS per process: weaker, and the result says so).
 """
 
 from __future__ import annotations
@@ -13,62 +20,130 @@ import itertools
 import os
 import signal
 import time
+from dataclasses import dataclass, field
 
 _names = itertools.count(1)
+CONTROLLERS = ("pids", "memory")
 
 
-def pids_hierarchy() -> str | None:
-    """This process's own cgroup in a writable v1 pids hierarchy, if there is one."""
-    mount = _v1_mount("pids")
-    own = _own_path("pids")
+@dataclass(frozen=True)
+class Hierarchy:
+    controller: str
+    path: str  # this process's cgroup in it, where the run's cgroup is made
+    v2: bool
+
+
+def hierarchies() -> dict[str, Hierarchy]:
+    """controller -> where a run's cgroup for it can be made (writable ones only)."""
+    found = {}
+    for controller in CONTROLLERS:
+        place = _v2(controller) or _v1(controller)
+        if place is not None and os.access(place.path, os.W_OK):
+            found[controller] = place
+    return found
+
+
+def _v2(controller: str) -> Hierarchy | None:
+    mount, own = _mount("cgroup2", None), _own_path(None)
     if mount is None or own is None:
         return None
     path = os.path.join(mount, own.lstrip("/"))
-    return path if os.access(path, os.W_OK) else None
-
-
-def _v1_mount(controller: str) -> str | None:
     try:
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                fields = line.split()
-                dash = fields.index("-")
-                if fields[dash + 1] == "cgroup" and controller in fields[-1].split(","):
-                    return fields[4]
+        with open(os.path.join(path, "cgroup.subtree_control")) as f:
+            enabled = f.read().split()
     except OSError:
-        pass
+        return None
+    return Hierarchy(controller, path, True) if controller in enabled else None
+
+
+def _v1(controller: str) -> Hierarchy | None:
+    mount, own = _mount("cgroup", controller), _own_path(controller)
+    if mount is None or own is None:
+        return None
+    return Hierarchy(controller, os.path.join(mount, own.lstrip("/")), False)
+
+
+def _mount(fstype: str, controller: str | None) -> str | None:
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            dash = fields.index("-")
+            if fields[dash + 1] != fstype:
+                continue
+            if controller is None or controller in fields[-1].split(","):
+                return fields[4]
     return None
 
 
-def _own_path(controller: str) -> str | None:
+def _own_path(controller: str | None) -> str | None:
+    """This process's cgroup for `controller` in v1, or in the unified hierarchy (None)."""
     with open("/proc/self/cgroup") as f:
         for line in f:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            if controller in controllers.split(","):
+            number, controllers, path = line.rstrip("\n").split(":", 2)
+            if controller is None and number == "0" and not controllers:
+                return path
+            if controller is not None and controller in controllers.split(","):
                 return path
     return None
 
 
-class PidsCgroup:
-    """A fresh child cgroup limited to `limit` processes; `close()` kills and removes it."""
+@dataclass
+class RunCgroup:
+    """Fresh child cgroups (one per hierarchy) bounding one run; `close()` kills and removes."""
 
-    def __init__(self, parent: str, limit: int) -> None:
-        self.path = os.path.join(parent, f"shadowkernel-run-{os.getpid()}-{next(_names)}")
-        os.mkdir(self.path)
-        self._write("pids.max", str(limit))
+    places: dict[str, Hierarchy]
+    max_processes: int
+    max_memory: int
+    paths: dict[str, str] = field(default_factory=dict)  # controller -> the run's cgroup
+
+    def __post_init__(self) -> None:
+        name = f"shadowkernel-run-{os.getpid()}-{next(_names)}"
+        try:
+            for controller, place in self.places.items():
+                path = os.path.join(place.path, name)
+                if path not in self.paths.values():  # v2: one cgroup for both controllers
+                    os.mkdir(path)
+                self.paths[controller] = path
+                self._limit(controller, place.v2)
+        except BaseException:
+            self.close()
+            raise
+
+    def _limit(self, controller: str, v2: bool) -> None:
+        if controller == "pids":
+            self._write("pids", "pids.max", str(self.max_processes))
+        elif v2:
+            self._write("memory", "memory.max", str(self.max_memory))
+            self._write("memory", "memory.swap.max", "0", optional=True)
+            self._write("memory", "memory.oom.group", "1", optional=True)
+        else:
+            self._write("memory", "memory.limit_in_bytes", str(self.max_memory))
+            self._write("memory", "memory.memsw.limit_in_bytes", str(self.max_memory),
+                        optional=True)  # fmt: skip
 
     @property
-    def procs_file(self) -> str:
-        return os.path.join(self.path, "cgroup.procs")
+    def bounds(self) -> frozenset[str]:
+        return frozenset(self.paths)
+
+    @property
+    def procs_files(self) -> tuple[str, ...]:
+        return tuple(os.path.join(p, "cgroup.procs") for p in dict.fromkeys(self.paths.values()))
 
     def pids(self) -> list[int]:
-        with open(self.procs_file) as f:
-            return [int(line) for line in f if line.strip()]
+        found: set[int] = set()
+        for procs in self.procs_files:
+            with contextlib.suppress(OSError), open(procs) as f:
+                found.update(int(line) for line in f if line.strip())
+        return sorted(found)
 
     def limit_hit(self) -> int:
-        """How many forks the limit refused."""
-        with open(os.path.join(self.path, "pids.events")) as f:
-            return sum(int(line.split()[1]) for line in f if line.startswith("max "))
+        """How many forks the pids limit refused."""
+        return self._count("pids", "pids.events", "max")
+
+    def oom_kills(self) -> int:
+        """How many processes of the run the kernel killed for the memory cap."""
+        name = "memory.events" if self.places.get("memory", _V1).v2 else "memory.oom_control"
+        return self._count("memory", name, "oom_kill")
 
     def kill_all(self, bound: float = 10.0) -> bool:
         """SIGKILL every member until none is left; False if some outlived `bound` seconds."""
@@ -84,10 +159,25 @@ class PidsCgroup:
 
     def close(self) -> bool:
         emptied = self.kill_all()
-        with contextlib.suppress(OSError):
-            os.rmdir(self.path)
+        for path in dict.fromkeys(self.paths.values()):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
         return emptied
 
-    def _write(self, name: str, value: str) -> None:
-        with open(os.path.join(self.path, name), "w") as f:
-            f.write(value)
+    def _count(self, controller: str, name: str, key: str) -> int:
+        if controller not in self.paths:
+            return 0
+        with contextlib.suppress(OSError), open(os.path.join(self.paths[controller], name)) as f:
+            return sum(int(line.split()[1]) for line in f if line.split()[:1] == [key])
+        return 0
+
+    def _write(self, controller: str, name: str, value: str, optional: bool = False) -> None:
+        try:
+            with open(os.path.join(self.paths[controller], name), "w") as f:
+                f.write(value)
+        except OSError:
+            if not optional:
+                raise
+
+
+_V1 = Hierarchy("memory", "", False)

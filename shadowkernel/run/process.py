@@ -23,6 +23,7 @@ from .result import Capture
 
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
+CHECK_EVERY = 0.05  # seconds between calls of `stop_when`
 DRAIN_AFTER_EXIT = 5.0  # seconds to wait for leftovers' output once the run has ended
 
 
@@ -34,13 +35,16 @@ class Outcome:
     timed_out: bool
     duration: float
     cancelled: bool = False
+    limited: bool = False  # killed because `stop_when` said so
 
 
 def run_process(
     argv: list[str], env: dict[str, str], timeout: float, cap: int,
-    kill_leftovers: Callable[[], None] = lambda: None, cancel: threading.Event | None = None,
+    kill_leftovers: Callable[[], object] = lambda: None, cancel: threading.Event | None = None,
+    stop_when: Callable[[], bool] = lambda: False,
 ) -> Outcome:  # fmt: skip
-    """Run `argv` to its end, to its deadline, or until `cancel` is set (killed either way)."""
+    """Run `argv` to its end, to its deadline, until `cancel` is set, or until `stop_when()`
+    (checked every 50 ms at most) is true; killed in the last three cases."""
     start = time.monotonic()
     cancel = cancel or threading.Event()
     process = subprocess.Popen(
@@ -48,21 +52,32 @@ def run_process(
         env=env, cwd="/", start_new_session=True, close_fds=True,
     )  # fmt: skip
     captures = {process.stdout: Capture(cap), process.stderr: Capture(cap)}
-    stopped = _pump(process, captures, start + timeout, kill_leftovers, cancel)
+    limit, checked = threading.Event(), [start]
+
+    def stop() -> bool:
+        now = time.monotonic()
+        if not limit.is_set() and now - checked[0] >= CHECK_EVERY:
+            checked[0] = now
+            if stop_when():
+                limit.set()
+        return cancel.is_set() or limit.is_set()
+
+    stopped = _pump(process, captures, start + timeout, kill_leftovers, stop)
     code = process.wait()
     return Outcome(
         exit_code=None if stopped else code,
         stdout=captures[process.stdout],
         stderr=captures[process.stderr],
-        timed_out=stopped and not cancel.is_set(),
+        timed_out=stopped and not (cancel.is_set() or limit.is_set()),
         duration=time.monotonic() - start,
         cancelled=stopped and cancel.is_set(),
+        limited=stopped and limit.is_set() and not cancel.is_set(),
     )
 
 
 def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
-          kill_leftovers: Callable[[], None], cancel: threading.Event) -> bool:  # fmt: skip
-    """Read both pipes until they close; kill the run at `deadline` or when cancelled.
+          kill_leftovers: Callable[[], object], stop: Callable[[], bool]) -> bool:  # fmt: skip
+    """Read both pipes until they close; kill the run at `deadline` or when `stop()`.
     True if it was stopped that way."""
     selector = selectors.DefaultSelector()
     for pipe in captures:
@@ -73,7 +88,7 @@ def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
     try:
         while selector.get_map():
             now = time.monotonic()
-            if not timed_out and (now >= deadline or cancel.is_set()):
+            if not timed_out and (now >= deadline or stop()):
                 timed_out = True
                 _kill(process, kill_leftovers)
             if ended is None and process.poll() is not None:
@@ -97,7 +112,7 @@ def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
     return timed_out
 
 
-def _kill(process: subprocess.Popen[bytes], kill_leftovers: Callable[[], None]) -> None:
+def _kill(process: subprocess.Popen[bytes], kill_leftovers: Callable[[], object]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     kill_leftovers()

@@ -16,7 +16,10 @@ class RunResult:
     """One finished run. `stdout`/`stderr` are text (undecodable bytes replaced); when a
     stream exceeded the cap, its head and tail are kept with a marker line between them and
     its `*_truncated` flag is set. `written` is the run's delta on the manifest it ran on
-    (path -> override, None: back to the manifest's absence)."""
+    (path -> override, None: back to the manifest's absence). `written_outside` lists the
+    paths outside the project the run created, changed or deleted in its throwaway layers
+    ($HOME, `writable=` paths; not /tmp or /var/tmp): none of it reached the machine.
+    `out_of_memory`: the kernel killed processes of the run at its memory cap."""
 
     command: tuple[str, ...]
     exit_code: int | None  # None: killed at the timeout or cancelled
@@ -35,10 +38,13 @@ class RunResult:
     stdout_bytes: int = 0
     stderr_bytes: int = 0
     cancelled: bool = False
+    written_outside: tuple[str, ...] = ()
+    out_of_memory: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.cancelled
+        return (self.exit_code == 0 and not self.timed_out and not self.cancelled
+                and not self.out_of_memory)  # fmt: skip
 
 
 @dataclass

@@ -10,12 +10,19 @@ Two ways to show the view, chosen per run (`mode`):
 - "fuse": the shadow's live FUSE mount, bound over the user's own path in a private mount
   namespace; the manifest is activated first and the run's writes collected after. The
   mount is shared, so other clients (language servers) see the run's writes meanwhile.
-- "fuse-at-mountpoint": where no mount namespace can be made, the run works in the mount
-  path itself (`path_transparent=False`): absolute paths of the user's folder then reach the
-  real folder, so this mode is only chosen when nothing better exists, and says so.
+- "fuse-at-mountpoint": where no sandbox can be made (no bwrap, no user namespaces), the run
+  works in the mount path itself, unsandboxed (`path_transparent=False`): absolute paths of
+  the user's folder then reach the real folder, so this mode is only chosen when nothing
+  better exists, only with `network=True`, and says so.
 
 Either way the run's writes never reach the user's folder: they land in the upper layer or
-in the shadow's override table, and the run cannot unmount its view (no CAP_SYS_ADMIN).
+in the shadow's override table, and the run cannot unmount its view (no capabilities). The
+rest of the machine is read-only to it except its private /dev/shm and copy-on-write layers
+over /tmp and /var/tmp (root; an empty tmpfs there for other users), $HOME and `writable=`
+paths (`sandbox.py`, `layers.py`), all thrown away when it ends;
+`RunResult.written_outside` lists what it wrote in $HOME and `writable=` paths. Limits:
+`max_processes` and `max_memory` (cgroups, `cgroup.py`), `max_disk` (each throwaway tmpfs),
+`timeout` and `output_cap`.
 
 Python code (`python=True`) runs with the workspace's own interpreter (`.venv/bin/python` in
 the user's folder) when there is one, since that is what its code is written against, and
@@ -25,26 +32,33 @@ with `sys.executable` otherwise.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ..errors import RunError
 from ..overlay.store import Manifest, Override, freeze, patched
 from ..overlay.upper import read_upper
 from ..paths import ROOT, RelPath, is_within, rel
-from .cgroup import PidsCgroup, pids_hierarchy
+from .cgroup import RunCgroup, hierarchies
+from .layers import Layers, check_writable, runs_home
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
-from .sandbox import Plan, command_line, machine, offline_netns
+from .sandbox import PRIVATE_TMPFS, Bind, Plan, command_line, machine
 from .views import HOME, View, views_of
 
 MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
+DEFAULT_MAX_MEMORY = 4 * 2**30  # bytes, the whole run (cgroup), or each process (rlimit)
+DEFAULT_MAX_DISK = 2 * 2**30  # bytes of each throwaway tmpfs: /dev/shm, the run's layers, ...
+TMP_DIRS = ("/tmp", "/var/tmp")  # copy-on-write for root runs; their writes go unlisted
+BUSES = ("/run/user", "/run/dbus")  # session and system bus sockets: doors out of the sandbox
 
 
 @dataclass(frozen=True)
@@ -53,39 +67,72 @@ class _View:
 
     mode: str
     root: str  # the path the run sees the view at
-    mount: tuple[str, ...]
+    bind: Bind | None  # what is bound at the user's path inside the run
     overlay: View | None = None  # overlayfs: the kept view the run binds
-    hide: str | None = None  # covered in the run's namespace once the view is bound
+
+
+@dataclass(frozen=True)
+class Limits:
+    processes: int
+    memory: int
+    disk: int
 
 
 def run_in_shadow(
     shadow, manifest: Mapping[RelPath, Override], command: str | Sequence[str], *,
     timeout: float = 60, network: bool = False, python: bool = False,
     output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
-    cwd: str = ROOT, max_processes: int = DEFAULT_MAX_PROCESSES,
+    cwd: str = ROOT, writable: Sequence[str] = (), max_processes: int = DEFAULT_MAX_PROCESSES,
+    max_memory: int = DEFAULT_MAX_MEMORY, max_disk: int = DEFAULT_MAX_DISK,
     cancel: threading.Event | None = None,
 ) -> RunResult:  # fmt: skip
     """Run `command` (a shell string, an argv list, or Python code with `python=True`) in
     `manifest`'s view of `shadow.source`, and return its output and what it wrote.
-    Setting `cancel` (from any thread) kills the run and all its processes."""
+    `writable` paths (absolute directories outside the project) are copy-on-write for the
+    run, like $HOME: the run writes its own copies, which vanish with it. Setting `cancel`
+    (from any thread) kills the run and all its processes."""
     start = time.monotonic()
     manifest = freeze(manifest)
-    workdir, notes = rel(cwd), []
+    workdir, notes = rel(cwd), list[str]()
+    limits = Limits(max_processes, max_memory, max_disk)
+    environment = dict(os.environ if env is None else env)
+    layered = _layered(environment, check_writable(writable, shadow.source), shadow.source)
     view = _prepare(shadow, manifest, _choose(mode, network, shadow, notes))
     after = None  # the manifest the overlay view shows after the run, if it can be kept
     try:
         argv = _argv(command, python, shadow.source, view.root)
-        plan = _plan(view, argv, workdir, network)
-        outcome, cgroup_notes = _execute(plan, env, timeout, output_cap, max_processes, cancel)
-        notes += cgroup_notes
+        root = machine().root
+        with Layers(layered if view.bind else (), max_disk, scratch_parent(), root,
+                    unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
+            notes += [f"{path} read-only to the run: {why}" for path, why in layers.failed.items()]
+            plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
+            ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
+            outside = layers.written()
+        outcome, notes = ended.outcome, notes + ended.notes
         written = _harvest(shadow, manifest, view)
-        if not (outcome.timed_out or outcome.cancelled or cgroup_notes):
+        if ended.clean and not (outcome.timed_out or outcome.cancelled or outcome.limited):
             after = patched(manifest, written)  # else something may still write to it
     finally:
         if view.overlay:
             views_of(shadow, views_home()).release(view.overlay, after)
-    return _result(argv, outcome, written, view, network, notes,
+    return _result(argv, outcome, written, view, network, notes, outside, ended.oom_kills,
                    setup=time.monotonic() - start - outcome.duration)  # fmt: skip
+
+
+def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:
+    """The paths given copy-on-write layers: /tmp and /var/tmp (root only: other users' layers
+    have no size limit, so they get empty tmpfs there), the run's $HOME (unless it is the root
+    or the project itself) and `writable`."""
+    tmp = [p for p in TMP_DIRS if os.path.isdir(p)] if machine().root else []
+    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+    homes = [home] if os.path.isdir(home) and home not in ("/", source, *tmp) else []
+    return tuple(dict.fromkeys(tmp + homes + list(writable)))
+
+
+def _tmpfs(layers: Layers) -> tuple[str, ...]:
+    """Where the run gets an empty tmpfs: /dev/shm, and /tmp and /var/tmp unless layered."""
+    layered = {bind.target for bind in layers.binds} | {o.lower for o in layers.overlays}
+    return tuple(p for p in PRIVATE_TMPFS if p not in layered)
 
 
 # -- choosing and preparing the view ------------------------------------------------------------
@@ -97,13 +144,14 @@ def _choose(mode: str, network: bool, shadow, notes: list[str]) -> str:
     m = machine()
     if not m.namespaces:
         if not network:
-            raise RunError("this machine cannot make a private network namespace (needs "
-                           "root or user namespaces, unshare and ip); pass network=True to "
-                           "run with the network anyway")  # fmt: skip
+            raise RunError("this machine cannot sandbox runs (needs bwrap: apt-get install "
+                           "bubblewrap, and user namespaces); pass network=True to run "
+                           "unsandboxed anyway")  # fmt: skip
         if mode == "overlayfs":
-            raise RunError("mode='overlayfs' needs private mount namespaces; use mode='fuse'")
-        notes.append("no private mount namespace here: ran at the mount path, so absolute "
-                     "paths of the user's folder were not redirected to the shadow")  # fmt: skip
+            raise RunError("mode='overlayfs' needs the sandbox (bwrap); use mode='fuse'")
+        notes.append("no sandbox here (bwrap or user namespaces missing): ran unsandboxed at "
+                     "the mount path, so absolute paths of the user's folder were not "
+                     "redirected to the shadow, and the machine was writable")  # fmt: skip
         return "fuse-at-mountpoint"
     problem = _overlay_problem(shadow.source)
     if mode == "overlayfs" and problem:
@@ -144,12 +192,11 @@ def views_home() -> str:
 def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
     if mode == "overlayfs":
         overlay = views_of(shadow, views_home()).acquire(manifest)
-        return _View("overlayfs", shadow.source, ("mount", "--bind", overlay.mnt, shadow.source),
-                     overlay, hide=views_home())  # fmt: skip
+        return _View("overlayfs", shadow.source, Bind(overlay.mnt, shadow.source), overlay)
     shadow.activate(manifest)  # exactly the manifest: drops writes not collected since
     if mode == "fuse":
-        return _View("fuse", shadow.source, ("mount", "--bind", shadow.mountpoint, shadow.source))
-    return _View("fuse-at-mountpoint", shadow.mountpoint, ())
+        return _View("fuse", shadow.source, Bind(shadow.mountpoint, shadow.source))
+    return _View("fuse-at-mountpoint", shadow.mountpoint, None)
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -175,51 +222,90 @@ def interpreter(source: str, root: str) -> str:
     return sys.executable
 
 
-def _plan(view: _View, argv: list[str], workdir: RelPath, network: bool) -> Plan:
-    m = machine()
+def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
+          layers: Layers, disk: int) -> Plan:  # fmt: skip
+    # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
+    # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless under an empty tmpfs.
+    hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
+              *BUSES]  # fmt: skip
+    tmpfs = _tmpfs(layers)
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(view.root, workdir) if workdir else view.root,
-        namespaces=view.mode != "fuse-at-mountpoint",
+        namespaces=view.bind is not None,
         network=network,
-        privileged=m.root,
-        mount=view.mount,
-        hide=view.hide,
-        drop_caps=m.setpriv,
-        netns=None if network or view.mode == "fuse-at-mountpoint" else _netns(),
+        privileged=machine().root,
+        binds=(*layers.binds, view.bind) if view.bind else (),
+        overlays=tuple(layers.overlays),
+        ids=None if layers.privileged or not layers.overlays else (os.getuid(), os.getgid()),
+        hide=tuple(
+            p for p in hidden if os.path.isdir(p) and not any(is_within(p, t) for t in tmpfs)
+        ),  # fmt: skip
+        tmpfs=tmpfs,
+        tmp_size=disk,
     )
 
 
-_offline: list[str | None] = []
+@dataclass
+class _Ended:
+    outcome: Outcome
+    notes: list[str]  # on the limits
+    oom_kills: int = 0  # processes the kernel killed at the memory cap
+    clean: bool = True  # no process of the run can still be running
 
 
-def _netns() -> str | None:
-    if not _offline or (_offline[0] and not os.path.exists(_offline[0])):
-        _offline[:] = [offline_netns()]  # once per process: `ip` costs milliseconds
-    return _offline[0]
-
-
-def _execute(plan: Plan, env: Mapping[str, str] | None, timeout: float, cap: int,
-             max_processes: int,
-             cancel: threading.Event | None) -> tuple[Outcome, list[str]]:  # fmt: skip
-    environment = dict(os.environ if env is None else env)
-    environment["PWD"] = plan.cwd
-    parent = pids_hierarchy()
-    if parent is None:
-        notes = ["no writable pids cgroup: the run's process count was not bounded"]
-        return run_process(command_line(plan), environment, timeout, cap, cancel=cancel), notes
-    cgroup = PidsCgroup(parent, max_processes)
+def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: Limits,
+             cancel: threading.Event | None) -> _Ended:  # fmt: skip
+    env["PWD"] = plan.cwd
+    places = hierarchies()
+    plan = replace(plan, max_processes=None if "pids" in places else limits.processes,
+                   max_memory=None if "memory" in places else limits.memory)  # fmt: skip
+    notes = _fallback_notes(plan)
+    if not places:  # the PID namespace still ends every process with the run
+        return _Ended(_start(plan, env, timeout, cap, cancel=cancel), notes)
+    cgroup = RunCgroup(places, limits.processes, limits.memory)
     try:
-        plan = Plan(**{**plan.__dict__, "cgroup_procs": cgroup.procs_file})
-        outcome = run_process(command_line(plan), environment, timeout, cap, cgroup.kill_all,
-                              cancel)  # fmt: skip
-        refused = cgroup.limit_hit()
+        plan = replace(plan, cgroup_procs=cgroup.procs_files)
+        outcome = _start(plan, env, timeout, cap, cgroup.kill_all, cancel,
+                         stop_when=lambda: cgroup.oom_kills() > 0)  # fmt: skip
+        refused, oom = cgroup.limit_hit(), cgroup.oom_kills()
     finally:
         emptied = cgroup.close()
-    notes = [f"process limit {max_processes} reached: {refused} forks refused"] if refused else []
+    if refused:
+        notes.append(f"process limit {limits.processes} reached: {refused} forks refused")
+    if oom:
+        notes.append(f"memory limit {limits.memory // 2**20} MiB reached: the kernel killed "
+                     f"{oom} process(es), and the run was stopped")  # fmt: skip
     if not emptied:
-        notes.append(f"some processes of the run outlived the kill (cgroup {cgroup.path})")
-    return outcome, notes
+        notes.append(f"some processes of the run outlived the kill (cgroups {cgroup.paths})")
+    return _Ended(outcome, notes, oom, emptied)
+
+
+# The remount of a submount of `--ro-bind / /` that went meanwhile: ENOENT or EINVAL.
+SETUP_RACE = re.compile(r"bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply "
+                        r"mount flags: remount ")  # fmt: skip
+SETUP_TRIES = 5
+
+
+def _start(plan: Plan, *args: Any, **kwargs: Any) -> Outcome:
+    """run_process, again when bwrap lost a race with the machine's mounts: `--ro-bind / /`
+    remounts every mount it copied, and one unmounted meanwhile (another shadow's view, a
+    FUSE mount ending) fails the setup before the command ever started."""
+    for _ in range(SETUP_TRIES - 1):
+        outcome = run_process(command_line(plan), *args, **kwargs)
+        raced = outcome.exit_code == 1 and outcome.stdout.total == 0
+        if not (raced and SETUP_RACE.match(outcome.stderr.text())):
+            return outcome
+    return run_process(command_line(plan), *args, **kwargs)
+
+
+def _fallback_notes(plan: Plan) -> list[str]:
+    notes = []
+    if plan.max_processes is not None:
+        notes.append("no writable pids cgroup: processes bounded by RLIMIT_NPROC (per uid)")
+    if plan.max_memory is not None:
+        notes.append("no writable memory cgroup: memory bounded per process (RLIMIT_AS)")
+    return notes
 
 
 # -- after the run ------------------------------------------------------------------------------
@@ -234,7 +320,8 @@ def _harvest(shadow, manifest: Manifest, view: _View) -> dict[RelPath, Override 
 
 
 def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, network: bool,
-            notes: list[str], setup: float) -> RunResult:  # fmt: skip
+            notes: list[str], outside: tuple[str, ...], oom: int,
+            setup: float) -> RunResult:  # fmt: skip
     for name, capture in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
         if capture.truncated:
             notes.append(f"{name} truncated: {capture.total} bytes, kept the first and last "
@@ -251,5 +338,5 @@ def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, netwo
         mode=view.mode, path_transparent=view.mode != "fuse-at-mountpoint", network=network,
         notes=tuple(notes), setup_seconds=max(setup, 0.0),
         stdout_bytes=outcome.stdout.total, stderr_bytes=outcome.stderr.total,
-        cancelled=outcome.cancelled,
+        cancelled=outcome.cancelled, written_outside=outside, out_of_memory=oom > 0,
     )  # fmt: skip

@@ -1,87 +1,162 @@
-"""The command line that starts a run inside its namespaces (pure), and what the machine allows.
+"""The command line that starts a run inside its sandbox (pure), and what the machine allows.
 
-A run starts as `unshare ... sh -c SCRIPT sh ARGV...`: `unshare` makes a private mount, PID
-(and, without network, network) namespace; the small shell script then joins the run's pids
-cgroup, brings loopback up, mounts the shadow over the user's own path (and an empty tmpfs over
-the directory of kept overlay views), changes into the working directory and runs the command
-as a child. A shell rather than a Python helper,
-because the whole setup must fit in a few milliseconds (Python alone starts in 15-40 ms),
-and every value reaches it quoted by `shlex.quote`, so no path can inject shell code.
+A run is started by bubblewrap (`bwrap`, the tool Flatpak and the Codex CLI use): a user
+namespace (uid 0 inside for root, the invoking uid otherwise; all capabilities dropped, and
+none ever held in the machine's initial user namespace), its own PID, IPC and, offline, network
+namespace (bwrap brings loopback up in it; one namespace per run, so offline runs cannot reach
+each other's servers; a new one costs about 1 ms here, so no pool is kept), and a mount
+namespace built in this order, later entries over earlier ones:
 
-The shell is PID 1 of the run's PID namespace: when the command exits, the shell exits and
-the kernel kills whatever the command left behind; killing the shell (or `unshare`, through
-`--kill-child`) kills the whole run, daemons included. As root the command runs without
-CAP_SYS_ADMIN (no `umount` of the shadow to reach the user's folder underneath) and without
-CAP_DAC_READ_SEARCH (no `open_by_handle_at` around the mounts).
+1. the whole root filesystem read-only (`--ro-bind / /`, submounts included), so compilers,
+   venvs, caches and config read as they are, at their own paths;
+2. a minimal /dev (null, zero, full, random, urandom, tty, pts, shm; no disks, no device nodes
+   can be made in a user namespace), /proc of the run's PID namespace with /proc/sys,
+   /proc/sysrq-trigger, /proc/irq and /proc/bus read-only, /sys read-only; its own hostname
+   (UTS namespace);
+3. `tmpfs`: empty, size-limited tmpfs (a run that fills one gets ENOSPC, the machine
+   nothing): /dev/shm always, /tmp and /var/tmp where they are not layered (below);
+4. `binds`: copy-on-write layers prepared outside (`layers.py`: /tmp and /var/tmp for root,
+   $HOME, `writable=` paths), then the branch's view of the project at the user's own path;
+5. `hide`: empty tmpfs over directories the run must not reach (kept overlay views of other
+   branches, when they lie outside /dev and /tmp, which are private already; the session
+   buses' sockets in /run/user and /run/dbus).
 
-Offline runs of root share one persistent network namespace with only loopback up
-(`ip netns add shadowkernel-offline`, made on first use and kept): creating and tearing down a
-namespace per run cost 5-15 ms here, joining one with `nsenter` about 1 ms. Runs end with
-their processes, so nothing listens there between runs; concurrent offline runs can reach
-each other's loopback servers.
+Where cgroups bound the run, a tiny `sh` prefix joins them (so every process of the run is
+counted from the first fork), then `exec`s bwrap (about 1 ms; Python would cost 15-40); where
+none does, `prlimit` sets rlimits instead. Every value reaches the script as an argument,
+never spliced into it, so no path can inject shell code.
+
+bwrap's own PID 1 reaps the command: when the command exits, the namespace's remaining
+processes are killed by the kernel; killing bwrap (`--die-with-parent`, or its process group)
+kills the whole run, daemons included.
+
+bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers are mounted before it:
+by root in Python (`layers.py`), or, for other users, by `unshare` into a user and mount
+namespace of their own just before bwrap (`overlays`, mounted with `userxattr`).
+
+Caveats: with one uid mapped, files owned by other uids show as
+`nobody` inside and cannot be written through a copy-on-write layer. No seccomp filter is
+loaded (nested user namespaces stay possible; they give no power over the host's mounts).
+Unix sockets elsewhere on the read-only filesystem stay connectable with the run's uid (a
+read-only mount does not stop `connect`), and `network=True` shares the machine's network
+namespace, abstract sockets included. bwrap remounts every submount of `--ro-bind / /`
+read-only; one unmounted meanwhile (views and FUSE mounts come and go on a shared machine)
+fails its setup before the command starts, so the runner starts it again (`runner._start`).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass
 
-DROPPED_CAPS = "-sys_admin,-dac_read_search,-sys_module"
-OFFLINE_NETNS = "shadowkernel-offline"
+DEFAULT_TMP_SIZE = 2 * 2**30  # bytes of each private tmpfs; a size, not a reservation
+PRIVATE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
+# bwrap 0.8 means to cover these itself but, in a user namespace, leaves /proc/sys writable
+# here: a uid 0 mapped to the machine's root passes the sysctls' permission checks (mode
+# bits only), so without this a run could set the machine's hostname or drop its caches.
+PROC_COVERS = ["--ro-bind", "/proc/sys", "/proc/sys",
+               "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A host path shown writable at `target` inside the run."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """A copy-on-write layer the command line mounts itself (unprivileged runs)."""
+
+    lower: str
+    upper: str
+    work: str
+    mnt: str
+
+    @property
+    def options(self) -> str:
+        return f"lowerdir={self.lower},upperdir={self.upper},workdir={self.work}"
 
 
 @dataclass(frozen=True)
 class Plan:
     argv: tuple[str, ...]
     cwd: str  # absolute, as the run sees it
-    namespaces: bool  # False: run at the mount path, no private namespaces
+    namespaces: bool  # False: no sandbox on this machine, the command runs as it is
     network: bool
-    privileged: bool  # root: no user namespace needed
-    mount: tuple[str, ...] = ()  # the mount command that puts the shadow at the user's path
-    hide: str | None = None  # then an empty tmpfs goes over this directory (kept views)
-    cgroup_procs: str | None = None  # join this pids cgroup before anything else
-    drop_caps: bool = True
-    netns: str | None = None  # an existing loopback-only network namespace to join
+    privileged: bool  # root: uid 0 inside its user namespace; else the invoking uid
+    binds: tuple[Bind, ...] = ()  # in order: copy-on-write layers, then the project's view
+    hide: tuple[str, ...] = ()  # covered by an empty tmpfs once the binds are in place
+    cgroup_procs: tuple[str, ...] = ()  # cgroup.procs files to join before anything forks
+    tmpfs: tuple[str, ...] = PRIVATE_TMPFS  # each given an empty tmpfs of `tmp_size` bytes
+    tmp_size: int = DEFAULT_TMP_SIZE
+    max_processes: int | None = None  # RLIMIT_NPROC, where no pids cgroup bounds the run
+    max_memory: int | None = None  # RLIMIT_AS, where no memory cgroup bounds the run
+    overlays: tuple[Overlay, ...] = ()  # mounted in a user namespace before bwrap starts
+    ids: tuple[int, int] | None = None  # uid, gid inside (None: root's 0, else the caller's)
 
 
 def command_line(plan: Plan) -> list[str]:
     """argv that starts the run described by `plan`."""
-    tail = ["sh", "-c", setup_script(plan), "sh", *plan.argv]
+    sandbox = sandbox_flags(plan) if plan.namespaces else []
+    return prefix(plan) + rlimits(plan) + mounts(plan) + sandbox + list(plan.argv)
+
+
+def sandbox_flags(plan: Plan) -> list[str]:
+    flags = ["bwrap", "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc",
+             "--unshare-uts"]  # fmt: skip
+    uid, gid = plan.ids or ((0, 0) if plan.privileged else (None, None))
+    if uid is not None:
+        flags += ["--uid", str(uid), "--gid", str(gid)]
+    if not plan.network:
+        flags.append("--unshare-net")
+    flags += ["--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    flags += PROC_COVERS
+    for path in plan.tmpfs:
+        flags += ["--size", str(plan.tmp_size), "--tmpfs", path]
+    for bind in plan.binds:
+        flags += ["--bind", bind.source, bind.target]
+    for path in plan.hide:
+        flags += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    return flags + ["--chdir", plan.cwd, "--"]
+
+
+def prefix(plan: Plan) -> list[str]:
+    """`sh -c SCRIPT sh VALUES...` joining the cgroups (and changing directory where no
+    sandbox does it), then exec'ing the rest; or nothing when there is nothing to do."""
+    values = list(plan.cgroup_procs) + ([] if plan.namespaces else [plan.cwd])
+    if not values:
+        return []
+    lines = [f'echo 0 > "${i}"' for i in range(1, len(plan.cgroup_procs) + 1)]
     if not plan.namespaces:
-        return tail
-    flags = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork",
-             "--kill-child", "--mount-proc"]  # fmt: skip
-    if not plan.privileged:
-        flags += ["--user", "--map-root-user"]
-    if not plan.network and plan.netns:
-        flags = ["nsenter", f"--net={plan.netns}", *flags]
-    elif not plan.network:
-        flags.append("--net")
-    return flags + tail
+        lines.append(f'cd "${len(values)}"')
+    script = "set -e\n" + "\n".join(lines) + f'\nshift {len(values)}\nexec "$@"'
+    return ["sh", "-c", script, "sh", *values]
 
 
-def setup_script(plan: Plan) -> str:
-    lines = ["set -e"]
-    if plan.cgroup_procs:
-        lines.append(f"echo 0 > {shlex.quote(plan.cgroup_procs)}")
-    if plan.namespaces and not plan.network and not plan.netns:
-        lines.append("ip link set lo up")
-    if plan.mount:
-        lines.append(shlex.join(plan.mount))
-    if plan.hide:
-        lines.append(f"mount -t tmpfs -o ro,size=4k shadowkernel-hidden {shlex.quote(plan.hide)}")
-    lines.append(f"cd {shlex.quote(plan.cwd)}")
-    lines.append("set +e")
-    # Not `exec`: the shell stays PID 1 so the command's leftovers die when it exits.
-    if plan.namespaces and plan.privileged and plan.drop_caps:
-        lines.append(f'setpriv --bounding-set={DROPPED_CAPS} "$@"')
-    else:
-        lines.append('"$@"')
-    return "\n".join(lines)
+def mounts(plan: Plan) -> list[str]:
+    """`unshare` into a user and mount namespace of their own, mount `overlays` there (the
+    `userxattr` overlayfs of an unprivileged user), then exec bwrap inside; or nothing."""
+    if not plan.overlays or not plan.namespaces:
+        return []
+    values = [value for o in plan.overlays for value in (f"{o.options},userxattr", o.mnt)]
+    lines = [f'mount -t overlay overlay -o "${i}" "${i + 1}"' for i in range(1, len(values), 2)]
+    script = "set -e\n" + "\n".join(lines) + f'\nshift {len(values)}\nexec "$@"'
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", *values]
+
+
+def rlimits(plan: Plan) -> list[str]:
+    """`prlimit` for the bounds no cgroup gives (RLIMIT_NPROC per uid, RLIMIT_AS per process)."""
+    limits = []
+    if plan.max_processes is not None:
+        limits.append(f"--nproc={plan.max_processes}")
+    if plan.max_memory is not None:
+        limits.append(f"--as={plan.max_memory}")
+    return ["prlimit", *limits, "--"] if limits else []
 
 
 # -- what the machine allows (probed once) ------------------------------------------------------
@@ -90,40 +165,21 @@ def setup_script(plan: Plan) -> str:
 @dataclass(frozen=True)
 class Machine:
     root: bool
-    unshare: bool
+    bwrap: bool
     overlayfs: bool
-    ip: bool
-    setpriv: bool
-    nsenter: bool
 
     @property
     def namespaces(self) -> bool:
-        return self.unshare and self.ip and (self.root or _userns_allowed())
+        return self.bwrap and _userns_allowed()
 
 
 @functools.cache
 def machine() -> Machine:
     return Machine(
         root=os.geteuid() == 0,
-        unshare=shutil.which("unshare") is not None,
+        bwrap=shutil.which("bwrap") is not None,
         overlayfs=_has_filesystem("overlay"),
-        ip=shutil.which("ip") is not None,
-        setpriv=shutil.which("setpriv") is not None,
-        nsenter=shutil.which("nsenter") is not None,
     )
-
-
-def offline_netns() -> str | None:
-    """The shared loopback-only network namespace (made on first use), or None."""
-    m = machine()
-    if not (m.root and m.ip and m.nsenter):
-        return None
-    path = f"/run/netns/{OFFLINE_NETNS}"
-    if not os.path.exists(path):
-        subprocess.run(["ip", "netns", "add", OFFLINE_NETNS], capture_output=True)
-    up = subprocess.run(["ip", "-n", OFFLINE_NETNS, "link", "set", "lo", "up"],
-                        capture_output=True)  # fmt: skip
-    return path if up.returncode == 0 else None
 
 
 def _has_filesystem(name: str) -> bool:
