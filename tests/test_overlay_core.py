@@ -14,6 +14,7 @@ from overlay_helpers import snapshot
 
 from shadowkernel.errors import PathError
 from shadowkernel.overlay import channel
+from shadowkernel.overlay.links import confine_link
 from shadowkernel.overlay.lower import Lower
 from shadowkernel.overlay.store import (
     WHITEOUT,
@@ -26,7 +27,7 @@ from shadowkernel.overlay.store import (
     lower_source,
     patched,
 )
-from shadowkernel.overlay.tree import ROOT_INO, Tree, confine_link
+from shadowkernel.overlay.tree import ROOT_INO, Tree
 from shadowkernel.paths import rel
 
 # -- paths ------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ..paths import RelPath
+from ..paths import RelPath, is_within
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
@@ -211,3 +211,10 @@ def lower_source(entries: Mapping[RelPath, Override], path: RelPath) -> RelPath 
             return None if origin is None else RelPath(origin + path[len(probe) :])
         probe = RelPath(probe[: max(probe.rfind("/"), 0)])
     return path
+
+
+def paths_below(keys: Mapping[RelPath, object], path: RelPath, is_dir: bool) -> list[RelPath]:
+    """`path` and, for a directory, every key below it (a scan only directories pay)."""
+    if not is_dir:
+        return [path] if path in keys else []
+    return [p for p in keys if is_within(p, path)]

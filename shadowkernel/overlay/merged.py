@@ -1,0 +1,102 @@
+"""The merged namespace: what each path shows, its override or the lower entry beneath.
+
+Read-only questions by path over the live layer and the user's folder (through `Lower`):
+attributes, listings, whether a lower entry would show, and a *snapshot* (an override
+that reproduces a path's state wherever it is put, which is how renames and copy-ups are
+recorded without copying). No inode numbers here; those are `inodes.py`'s.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+
+from ..paths import RelPath, join, parent
+from . import attributes
+from .attributes import Stat
+from .layer import Layer
+from .lower import Lower
+from .store import Dir, File, Override, Symlink, Whiteout
+
+
+class Merged:
+    def __init__(self, lower: Lower, layer: Layer, owner: tuple[int, int]) -> None:
+        self.lower = lower
+        self.layer = layer
+        self.owner = owner  # of every entry the shadow makes
+
+    def stat(self, path: RelPath) -> Stat | None:
+        override = self.layer.get(path)
+        if override is not None:
+            return self.of_override(override)
+        source = self.layer.source(path)
+        return None if source is None else self.of_lower(source)
+
+    def of_lower(self, source: RelPath) -> Stat | None:
+        st = self.lower.lstat(source)
+        return None if st is None else attributes.from_lstat(st)
+
+    def of_override(self, override: Override) -> Stat | None:
+        return attributes.of_override(override, self.owner, self._lower_size)
+
+    def _lower_size(self, source: RelPath) -> int | None:
+        st = self.lower.lstat(source)
+        return None if st is None else st.st_size
+
+    def list(self, path: RelPath) -> Iterator[tuple[str, Stat]]:
+        """A directory's entries: the lower ones without an override, then the overridden."""
+        source = self.layer.source(path)
+        listing = self.lower.scan(source) if source is not None else []
+        own = self.layer.children(path)
+        for name, lower_st in listing:
+            if name not in own:
+                yield name, attributes.from_lstat(lower_st)
+        for name in sorted(own):
+            st = self.of_override(self.layer.entries[join(path, name)])
+            if st is not None:
+                yield name, st
+
+    def is_empty_dir(self, path: RelPath) -> bool:
+        return next(iter(self.list(path)), None) is None
+
+    def is_dir(self, path: RelPath) -> bool:
+        override = self.layer.get(path)
+        if override is not None:  # answered without a stat of the user's folder
+            return isinstance(override, Dir)
+        st = self.stat(path)
+        return st is not None and stat.S_ISDIR(st.mode)
+
+    def shows_lower(self, path: RelPath) -> bool:
+        """Whether the user's folder has an entry that would show at `path` without an override."""
+        source = self.layer.source(parent(path))
+        return (
+            source is not None
+            and self.lower.lstat(join(source, path.rsplit("/", 1)[-1])) is not None
+        )
+
+    def content_source(self, path: RelPath | None, override: Override | None) -> RelPath | None:
+        """The lower file whose bytes `path` (or an orphan's `override`) shows, if any."""
+        if isinstance(override, File):
+            return override.origin
+        return None if path is None else self.layer.source(path)
+
+    def snapshot(self, path: RelPath, st: Stat) -> Override:
+        """An override that reproduces `path`'s current state wherever it is put."""
+        override = self.layer.get(path)
+        if override is not None:
+            return override
+        source = self.layer.source(path)
+        mode = stat.S_IMODE(st.mode)
+        if stat.S_ISDIR(st.mode):
+            return Dir(origin=source, mode=mode, mtime_ns=st.mtime_ns)
+        if stat.S_ISLNK(st.mode):
+            return Symlink(target=self.lower.readlink(source), mtime_ns=st.mtime_ns)  # type: ignore[arg-type]
+        return File(origin=source, mode=mode, mtime_ns=st.mtime_ns)
+
+    def snapshot_of(self, path: RelPath) -> Override | None:
+        """`path`'s current state as an override, or None if it does not exist."""
+        override = self.layer.get(path)
+        if override is not None:
+            return None if isinstance(override, Whiteout) else override
+        st = self.stat(path)
+        return None if st is None else self.snapshot(path, st)
