@@ -148,7 +148,9 @@ def read(tree: Tree, path: str) -> bytes:
 
 
 def names(tree: Tree, path: str) -> list[str]:
-    return sorted(name for _, name, _, _ in tree.readdir(ino_of(tree, path) if path else ROOT_INO, 0))
+    return sorted(
+        name for _, name, _, _ in tree.readdir(ino_of(tree, path) if path else ROOT_INO, 0)
+    )
 
 
 def test_renaming_a_directory_records_it_without_copying(tree: Tree, project: Path) -> None:

@@ -141,7 +141,10 @@ def test_a_snapshot_borrows_the_lower_entry_instead_of_copying_it(merged: Merged
     st = merged.stat(RelPath("pkg/mod.py"))
     assert st is not None
     snapshot = merged.snapshot(RelPath("pkg/mod.py"), st)
-    assert snapshot == File(origin="pkg/mod.py", mode=stat.S_IMODE(st.mode), mtime_ns=st.mtime_ns)
+    assert isinstance(snapshot, File) and snapshot.blob is None
+    assert (snapshot.origin, snapshot.mode, snapshot.mtime_ns) == (
+        "pkg/mod.py", stat.S_IMODE(st.mode), st.mtime_ns)  # fmt: skip
+    assert (snapshot.uid, snapshot.gid) == (st.uid, st.gid)  # not the default owner: recorded
     assert merged.snapshot_of(RelPath("missing")) is None
 
 

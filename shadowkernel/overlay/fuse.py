@@ -84,6 +84,11 @@ def _name(raw: bytes) -> str:
     return os.fsdecode(raw)
 
 
+def _caller(ctx: Any) -> tuple[int, int] | None:
+    """(uid, gid) of the process that asks, which owns what it makes."""
+    return None if ctx is None else (ctx.uid, ctx.gid)
+
+
 class ShadowOperations(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -116,17 +121,15 @@ class ShadowOperations(pyfuse3.Operations):
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes,
                       fields: pyfuse3.SetattrFields, fh: int | None,
                       ctx: Any) -> pyfuse3.EntryAttributes:  # fmt: skip
-        if fields.update_uid or fields.update_gid:
-            current = self.tree.getattr(inode)
-            if (fields.update_uid and attr.st_uid != current.uid) or (
-                fields.update_gid and attr.st_gid != current.gid
-            ):
-                raise pyfuse3.FUSEError(errno.EPERM)  # ownership is not part of an override
+        # default_permissions: the kernel checked that the caller may change these.
         st = self.tree.setattr(
             inode,
             size=attr.st_size if fields.update_size else None,
             mode=attr.st_mode if fields.update_mode else None,
             mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
+            atime_ns=attr.st_atime_ns if fields.update_atime else None,
+            uid=attr.st_uid if fields.update_uid else None,
+            gid=attr.st_gid if fields.update_gid else None,
         )
         return _entry(inode, st)
 
@@ -153,7 +156,7 @@ class ShadowOperations(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        return _entry(*self.tree.mkdir(parent_inode, _name(name), mode))
+        return _entry(*self.tree.mkdir(parent_inode, _name(name), mode, _caller(ctx)))
 
     @_errors_as_fuse
     async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
@@ -167,7 +170,7 @@ class ShadowOperations(pyfuse3.Operations):
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        return _entry(*self.tree.symlink(parent_inode, _name(name), target))
+        return _entry(*self.tree.symlink(parent_inode, _name(name), target, _caller(ctx)))
 
     @_errors_as_fuse
     async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int,
@@ -176,16 +179,18 @@ class ShadowOperations(pyfuse3.Operations):
             parent_inode_old, _name(name_old), parent_inode_new, _name(name_new), flags
         )
 
+    @_errors_as_fuse
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        # Hard links would need shared nodes across versions; tools fall back to copying on EPERM.
-        raise pyfuse3.FUSEError(errno.EPERM)
+        return _entry(*self.tree.link(inode, new_parent_inode, _name(new_name)))
 
+    @_errors_as_fuse
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        raise pyfuse3.FUSEError(errno.EPERM)  # device nodes and fifos have no place in a shadow
+        # The kernel checked CAP_MKNOD for device nodes; FIFOs and sockets anyone may make.
+        return _entry(*self.tree.mknod(parent_inode, _name(name), mode, rdev, _caller(ctx)))
 
     @_errors_as_fuse
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
@@ -198,7 +203,7 @@ class ShadowOperations(pyfuse3.Operations):
     @_errors_as_fuse
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:  # fmt: skip
-        ino, st = self.tree.create(parent_inode, _name(name), mode)
+        ino, st = self.tree.create(parent_inode, _name(name), mode, _caller(ctx))
         return pyfuse3.FileInfo(fh=ino), _entry(ino, st)
 
     @_errors_as_fuse

@@ -14,13 +14,15 @@ import errno
 import itertools
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..paths import ROOT, RelPath, parent, rebase
 from .store import Override, paths_below
 
 ROOT_INO = 1
+T = TypeVar("T")
 
 
 def fail(code: int) -> OSError:
@@ -42,6 +44,8 @@ class Inodes:
         self.path_of: dict[int, RelPath] = {ROOT_INO: ROOT}
         self.orphans: dict[int, Override] = {}
         self.lookups: Counter[int] = Counter()  # references the kernel holds
+        self.names: dict[int, set[RelPath]] = {}  # every path of an inode with hard links
+        self.listings: dict[int, list[Any]] = {}  # directories being read, by inode
         self._next = itertools.count(ROOT_INO + 1)
 
     def ino(self, path: RelPath) -> int:
@@ -51,6 +55,12 @@ class Inodes:
             ino = next(self._next)
             self.ino_of[path] = ino
             self.path_of[ino] = path
+        return ino
+
+    def alias(self, path: RelPath, ino: int) -> int:
+        """Bind `path` to the existing `ino` as one more of its names (a hard link)."""
+        self.names.setdefault(ino, {self.path_of[ino]}).add(path)
+        self.ino_of[path] = ino
         return ino
 
     def dir_path(self, ino: int) -> RelPath:
@@ -71,27 +81,45 @@ class Inodes:
             return False
         del self.lookups[ino]
         self.orphans.pop(ino, None)
+        self.listings.pop(ino, None)
         return True
+
+    def listing(self, ino: int, start: int, take: Callable[[], list[T]]) -> list[T]:
+        """The listing of directory `ino` that a read from offset `start` serves: taken when
+        a read starts at 0, so one read sees one state; dropped when a read passes its end."""
+        listing = self.listings.get(ino) if start else None
+        if listing is None:
+            listing = self.listings[ino] = take()
+        if start >= len(listing):
+            self.listings.pop(ino, None)
+        return listing
 
     def held(self, ino: int) -> bool:
         return bool(self.lookups[ino])
 
     def detach(self, path: RelPath, is_dir: bool) -> list[tuple[RelPath, int]]:
-        """Unbind `path` and what is below it from their inodes: (path, inode) of each."""
+        """Unbind `path` and what is below it from their inodes: (path, inode) of each that
+        lost its last name (an inode with other names stays bound to one of them)."""
         if not path:
             return []
         out = []
         for rel in paths_below(self.ino_of, path, is_dir):
             ino = self.ino_of.pop(rel)
-            del self.path_of[ino]
-            out.append((rel, ino))
+            others = self.names.get(ino, set()) - {rel}
+            if others:
+                self._rename(ino, rel, None)
+                self.path_of[ino] = min(others)
+            else:
+                del self.path_of[ino]
+                self.names.pop(ino, None)
+                out.append((rel, ino))
         return out
 
     def move(self, old: RelPath, new: RelPath, is_dir: bool) -> None:
         """The inodes of `old` and what is below it now name the same places below `new`."""
         for rel in paths_below(self.ino_of, old, is_dir):
             ino = self.ino_of.pop(rel)
-            self.bind(rebase(rel, old, new), ino)
+            self.bind(rebase(rel, old, new), ino, was=rel)
 
     def exchange(self, a: RelPath, b: RelPath) -> None:
         """The inodes of two disjoint subtrees trade places."""
@@ -100,10 +128,21 @@ class Inodes:
         inos = {p: self.ino_of.pop(p) for p in swap}
         for old_path, new_path in swap.items():
             self.bind(new_path, inos[old_path])
+        for ino in set(inos.values()) & self.names.keys():
+            self.names[ino] = {swap.get(p, p) for p in self.names[ino]}
 
-    def bind(self, path: RelPath, ino: int) -> None:
+    def bind(self, path: RelPath, ino: int, was: RelPath | None = None) -> None:
         self.ino_of[path] = ino
         self.path_of[ino] = path
+        if was is not None:
+            self._rename(ino, was, path)
+
+    def _rename(self, ino: int, was: RelPath, now: RelPath | None) -> None:
+        names = self.names.get(ino)
+        if names is not None:
+            names.discard(was)
+            if now is not None:
+                names.add(now)
 
     # -- what the kernel must forget -------------------------------------------------------
 

@@ -8,15 +8,17 @@ recorded without copying). No inode numbers here; those are `inodes.py`'s.
 
 from __future__ import annotations
 
+import errno
 import stat
 from collections.abc import Iterator
 
 from ..paths import RelPath, join, parent
 from . import attributes
 from .attributes import Stat
+from .inodes import fail
 from .layer import Layer
 from .lower import Lower
-from .store import Dir, File, Override, Symlink, Whiteout
+from .store import Dir, File, Meta, Override, Special, Symlink, Whiteout
 
 
 class Merged:
@@ -37,7 +39,9 @@ class Merged:
         return None if st is None else attributes.from_lstat(st)
 
     def of_override(self, override: Override) -> Stat | None:
-        return attributes.of_override(override, self.owner, self._lower_size)
+        return attributes.of_override(
+            override, self.owner, self._lower_size, self.layer.nlink(override)
+        )
 
     def _lower_size(self, source: RelPath) -> int | None:
         st = self.lower.lstat(source)
@@ -58,6 +62,23 @@ class Merged:
 
     def is_empty_dir(self, path: RelPath) -> bool:
         return next(iter(self.list(path)), None) is None
+
+    def check_replaceable(self, old_st: Stat, new: RelPath, new_st: Stat) -> None:
+        """Raise what rename(2) answers when the entry `old_st` may not replace `new`."""
+        if stat.S_ISDIR(new_st.mode):
+            if not stat.S_ISDIR(old_st.mode):
+                raise fail(errno.EISDIR)
+            if not self.is_empty_dir(new):
+                raise fail(errno.ENOTEMPTY)
+        elif stat.S_ISDIR(old_st.mode):
+            raise fail(errno.ENOTDIR)
+
+    def subtree(self, path: RelPath, st: Stat) -> dict[RelPath, Override]:
+        """Overrides that carry `path` and everything below it to another name."""
+        below = self.layer.below(path, stat.S_ISDIR(st.mode))
+        moved = {p: self.layer.entries[p] for p in below if p != path}
+        moved[path] = self.snapshot(path, st)
+        return moved
 
     def is_dir(self, path: RelPath) -> bool:
         override = self.layer.get(path)
@@ -80,18 +101,50 @@ class Merged:
             return override.origin
         return None if path is None else self.layer.source(path)
 
+    def link_target(self, path: RelPath | None, override: Override | None) -> bytes:
+        """The raw target of the symlink at `path` (or an orphan's `override`)."""
+        if isinstance(override, Symlink):
+            return override.target
+        if override is not None or path is None:
+            raise fail(errno.EINVAL)  # not a link
+        source = self.layer.source(path)
+        if source is None:
+            raise fail(errno.ENOENT)
+        return self.lower.readlink(source)
+
+    def lower_of(self, path: RelPath | None, override: Override | None) -> RelPath | None:
+        """The lower entry shown unchanged at `path` (or by an orphan's `override`), if any:
+        its extended attributes show through."""
+        if override is None and path is not None:
+            return self.layer.source(path)
+        return override.origin if isinstance(override, (File, Dir)) else None
+
     def snapshot(self, path: RelPath, st: Stat) -> Override:
         """An override that reproduces `path`'s current state wherever it is put."""
         override = self.layer.get(path)
         if override is not None:
             return override
         source = self.layer.source(path)
-        mode = stat.S_IMODE(st.mode)
-        if stat.S_ISDIR(st.mode):
-            return Dir(origin=source, mode=mode, mtime_ns=st.mtime_ns)
+        assert source is not None  # `st` came from the lower entry
+        mode, meta = stat.S_IMODE(st.mode), self._meta(st)
+        if stat.S_ISDIR(st.mode):  # a directory's atime is noise: every listing moves it
+            return Dir(origin=source, mode=mode, mtime_ns=st.mtime_ns, uid=meta.uid, gid=meta.gid)
         if stat.S_ISLNK(st.mode):
-            return Symlink(target=self.lower.readlink(source), mtime_ns=st.mtime_ns)  # type: ignore[arg-type]
-        return File(origin=source, mode=mode, mtime_ns=st.mtime_ns)
+            return Symlink(self.lower.readlink(source), st.mtime_ns, uid=meta.uid, gid=meta.gid,
+                           atime_ns=meta.atime_ns)  # fmt: skip
+        if stat.S_ISREG(st.mode):
+            return File(origin=source, mode=mode, mtime_ns=st.mtime_ns, uid=meta.uid,
+                        gid=meta.gid, atime_ns=meta.atime_ns)  # fmt: skip
+        return Special(st.mode, st.rdev, st.mtime_ns, uid=meta.uid, gid=meta.gid,
+                       atime_ns=meta.atime_ns)  # fmt: skip
+
+    def _meta(self, st: Stat) -> Meta:
+        """A lower entry's owner and atime, where they differ from what an override
+        shows without them (so a rename of an ordinary file records only its origin)."""
+        uid = None if st.uid == self.owner[0] else st.uid
+        gid = None if st.gid == self.owner[1] else st.gid
+        atime = None if st.atime_ns == st.mtime_ns else st.atime_ns
+        return Meta(uid=uid, gid=gid, atime_ns=atime)
 
     def snapshot_of(self, path: RelPath) -> Override | None:
         """`path`'s current state as an override, or None if it does not exist."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 from ..paths import ROOT, RelPath, is_within, join, parent, rebase
+from . import metadata
 from .attributes import Stat
 from .buffer import Buffer
 from .content import Contents
@@ -36,10 +37,14 @@ from .store import (
     File,
     Manifest,
     Override,
+    Special,
     Symlink,
     Whiteout,
+    new_link,
     patched,
 )
+
+Owner = tuple[int, int]  # (uid, gid) of the process that makes an entry
 
 __all__ = ["ROOT_INO", "Invalidation", "Stat", "Tree"]
 
@@ -61,7 +66,6 @@ class Tree:
         self.layer = Layer()
         self.inodes = Inodes()
         self.merged = Merged(lower, self.layer, self.owner)
-        self.listings: dict[int, list[tuple[str, int, Stat]]] = {}  # directories being read
         self.contents = Contents(lower)
 
     # Read-only views for tests and statistics.
@@ -117,7 +121,7 @@ class Tree:
         st = self.merged.stat(path)
         if st is None:
             raise fail(errno.ENOENT)
-        ino = self.inodes.ino(path)
+        ino = self._ino(path)
         self.inodes.counted(ino)
         return ino, st
 
@@ -126,8 +130,7 @@ class Tree:
         self.inodes.counted(ino)
 
     def forget(self, ino: int, count: int) -> None:
-        if self.inodes.forget(ino, count):
-            self.listings.pop(ino, None)
+        self.inodes.forget(ino, count)
 
     def getattr(self, ino: int) -> Stat:
         path, override = self._node(ino)
@@ -136,52 +139,38 @@ class Tree:
             st = self.merged.stat(path)
         if st is None:
             raise fail(errno.ENOENT)
-        return st
+        return st if path is not None else replace(st, nlink=0)  # open, but unlinked
 
-    def setattr(self, ino: int, size: int | None, mode: int | None, mtime_ns: int | None) -> Stat:
+    def setattr(
+        self, ino: int, size: int | None = None, mode: int | None = None,
+        mtime_ns: int | None = None, atime_ns: int | None = None, uid: int | None = None,
+        gid: int | None = None,
+    ) -> Stat:  # fmt: skip
+        """Change what is given (None: left as it is); the kernel checked the caller may."""
         if size is not None:
             self._writable(ino, keep=size > 0).truncate(size)
             self._touch(ino)
-        if mode is not None or mtime_ns is not None:
-            override = self._materialize(ino)
-            changes: dict[str, int] = {}
-            if mode is not None and isinstance(override, (File, Dir)):  # links have no mode
-                changes["mode"] = stat.S_IMODE(mode)
-            if mtime_ns is not None and not isinstance(override, Whiteout):
-                changes["mtime_ns"] = mtime_ns
-            if changes:
-                self._put(ino, replace(override, **changes))  # type: ignore[arg-type]
+        if (mode, mtime_ns, atime_ns, uid, gid) != (None,) * 5:
+            override = self._owned(ino)
+            self._put(ino, metadata.changed(override, time.time_ns(), self.owner, mode=mode,
+                                            mtime_ns=mtime_ns, atime_ns=atime_ns, uid=uid,
+                                            gid=gid))  # fmt: skip
         return self.getattr(ino)
 
     def readlink(self, ino: int) -> bytes:
         path, override = self._node(ino)
-        if isinstance(override, Symlink):
-            target = override.target
-        elif override is None and path is not None:
-            source = self.layer.source(path)
-            if source is None:
-                raise fail(errno.ENOENT)
-            target = self.lower.readlink(source)
-        else:
-            raise fail(errno.EINVAL)
+        target = self.merged.link_target(path, override)
         return confine_link(target, parent(path or ROOT), self.lower.root, self.alias)
 
     def getxattr(self, ino: int, name: str) -> bytes:
-        source = self._lower_of(ino)
+        source = self.merged.lower_of(*self._node(ino))
         if source is None:
             raise fail(errno.ENODATA)
         return self.lower.getxattr(source, name)
 
     def listxattr(self, ino: int) -> list[str]:
-        source = self._lower_of(ino)
+        source = self.merged.lower_of(*self._node(ino))
         return [] if source is None else self.lower.listxattr(source)
-
-    def _lower_of(self, ino: int) -> RelPath | None:
-        """The lower entry that `ino` shows unchanged, if any (its xattrs show through)."""
-        path, override = self._node(ino)
-        if override is None and path is not None:
-            return self.layer.source(path)
-        return override.origin if isinstance(override, (File, Dir)) else None
 
     # -- directories -----------------------------------------------------------------------
 
@@ -190,21 +179,21 @@ class Tree:
 
         A listing is taken when a read starts at offset 0 and served from there, so one
         read of a directory sees one state; it is dropped when the read passes its end."""
-        listing = self.listings.get(ino) if start else None
-        if listing is None:
+
+        def take() -> list[tuple[str, int, Stat]]:
             path = self.inodes.dir_path(ino)
             self.watch(path)
-            listing = [(name, self.inodes.ino(join(path, name)), st)
-                       for name, st in self.merged.list(path)]  # fmt: skip
-            self.listings[ino] = listing
-        if start >= len(listing):
-            self.listings.pop(ino, None)
+            return [(name, self._ino(join(path, name)), st) for name, st in self.merged.list(path)]
+
+        listing = self.inodes.listing(ino, start, take)
         for offset, (name, entry_ino, st) in enumerate(listing[start:], start + 1):
             yield offset, name, entry_ino, st
 
-    def mkdir(self, parent_ino: int, name: str, mode: int) -> tuple[int, Stat]:
-        path = self._new_path(parent_ino, name)
-        self.layer.set(path, Dir(mode=stat.S_IMODE(mode), mtime_ns=time.time_ns()))
+    def mkdir(self, parent_ino: int, name: str, mode: int,
+              caller: Owner | None = None) -> tuple[int, Stat]:  # fmt: skip
+        path, directory, uid, gid = self._new_entry(parent_ino, name, caller)
+        mode = metadata.new_dir_mode(mode, directory)
+        self.layer.set(path, Dir(mode=mode, mtime_ns=time.time_ns(), uid=uid, gid=gid))
         return self.lookup(parent_ino, name)
 
     def rmdir(self, parent_ino: int, name: str) -> None:
@@ -217,15 +206,45 @@ class Tree:
 
     # -- files -----------------------------------------------------------------------------
 
-    def create(self, parent_ino: int, name: str, mode: int) -> tuple[int, Stat]:
-        path = self._new_path(parent_ino, name)
-        buffer = Buffer(self.store)
-        self.layer.set(path, File(blob=buffer, mode=stat.S_IMODE(mode), mtime_ns=time.time_ns()))  # type: ignore[arg-type]
+    def create(self, parent_ino: int, name: str, mode: int,
+               caller: Owner | None = None) -> tuple[int, Stat]:  # fmt: skip
+        path, _, uid, gid = self._new_entry(parent_ino, name, caller)
+        content = Buffer(self.store)
+        self.layer.set(path, File(content, None, stat.S_IMODE(mode), time.time_ns(), uid=uid,  # type: ignore[arg-type]
+                                  gid=gid))  # fmt: skip
         return self.lookup(parent_ino, name)
 
-    def symlink(self, parent_ino: int, name: str, target: bytes) -> tuple[int, Stat]:
-        path = self._new_path(parent_ino, name)
-        self.layer.set(path, Symlink(target=target, mtime_ns=time.time_ns()))
+    def symlink(self, parent_ino: int, name: str, target: bytes,
+                caller: Owner | None = None) -> tuple[int, Stat]:  # fmt: skip
+        path, _, uid, gid = self._new_entry(parent_ino, name, caller)
+        self.layer.set(path, Symlink(target, time.time_ns(), uid=uid, gid=gid))
+        return self.lookup(parent_ino, name)
+
+    def mknod(self, parent_ino: int, name: str, mode: int, rdev: int,
+              caller: Owner | None = None) -> tuple[int, Stat]:  # fmt: skip
+        """A FIFO, a socket's node or a device node (the kernel checked CAP_MKNOD)."""
+        if stat.S_ISREG(mode):
+            return self.create(parent_ino, name, mode, caller)
+        kind = metadata.special_mode(mode, rdev)
+        path, _, uid, gid = self._new_entry(parent_ino, name, caller)
+        self.layer.set(path, Special(kind, rdev, time.time_ns(), uid=uid, gid=gid))
+        return self.lookup(parent_ino, name)
+
+    def link(self, ino: int, parent_ino: int, name: str) -> tuple[int, Stat]:
+        """One more name for `ino`; a lower file is recorded once for all its names."""
+        source = self.inodes.path_of.get(ino)
+        if source is None:
+            raise fail(errno.ENOENT)  # open, but unlinked
+        path, _ = self._new_path(parent_ino, name)
+        override = self._owned(ino)
+        if isinstance(override, Dir):
+            raise fail(errno.EPERM)
+        if override.link is None:
+            override = replace(override, link=new_link())
+        linked = metadata.relinked(override, time.time_ns())
+        self.layer.set_all(source, linked)
+        self.layer.set(path, linked)
+        self.inodes.alias(path, ino)
         return self.lookup(parent_ino, name)
 
     def unlink(self, parent_ino: int, name: str) -> None:
@@ -277,13 +296,15 @@ class Tree:
             if new_st is None:
                 raise fail(errno.ENOENT)
             return self._exchange(old, new)
-        if old == new:
+        if old == new or self.layer.same_inode(old, new):
             return
         if is_within(new, old):
             raise fail(errno.EINVAL)
         if new_st is not None:
-            self._check_replaceable(old_st, new, new_st)
-        moved = self._subtree(old, old_st)
+            self.merged.check_replaceable(old_st, new, new_st)
+        moved = self.merged.subtree(old, old_st)
+        if not stat.S_ISDIR(old_st.mode):  # a renamed file's ctime changes
+            moved[old] = metadata.relinked(moved[old], time.time_ns())  # type: ignore[arg-type]
         if new_st is not None:
             self._remove(new)
         self._remove(old, keep_inodes=True)
@@ -291,21 +312,12 @@ class Tree:
         for rel, override in moved.items():
             self.layer.set(rebase(rel, old, new), override)
 
-    def _check_replaceable(self, old_st: Stat, new: RelPath, new_st: Stat) -> None:
-        if stat.S_ISDIR(new_st.mode):
-            if not stat.S_ISDIR(old_st.mode):
-                raise fail(errno.EISDIR)
-            if not self.merged.is_empty_dir(new):
-                raise fail(errno.ENOTEMPTY)
-        elif stat.S_ISDIR(old_st.mode):
-            raise fail(errno.ENOTDIR)
-
     def _exchange(self, a: RelPath, b: RelPath) -> None:
         if is_within(a, b) or is_within(b, a):
             raise fail(errno.EINVAL)
         a_st, b_st = self.merged.stat(a), self.merged.stat(b)
         assert a_st is not None and b_st is not None
-        tree_a, tree_b = self._subtree(a, a_st), self._subtree(b, b_st)
+        tree_a, tree_b = self.merged.subtree(a, a_st), self.merged.subtree(b, b_st)
         for path in (a, b):
             for rel in self.layer.below(path, True):
                 self.layer.pop(rel)
@@ -314,13 +326,6 @@ class Tree:
             self.layer.set(rebase(rel, a, b), override)
         for rel, override in tree_b.items():
             self.layer.set(rebase(rel, b, a), override)
-
-    def _subtree(self, path: RelPath, st: Stat) -> dict[RelPath, Override]:
-        """Overrides that carry `path` and everything below it to another name."""
-        below = self.layer.below(path, stat.S_ISDIR(st.mode))
-        moved = {p: self.layer.entries[p] for p in below if p != path}
-        moved[path] = self.merged.snapshot(path, st)
-        return moved
 
     # -- statistics ------------------------------------------------------------------------
 
@@ -351,11 +356,38 @@ class Tree:
             raise fail(errno.ENOENT)
         return path, st
 
-    def _new_path(self, parent_ino: int, name: str) -> RelPath:
-        path = join(self.inodes.dir_path(parent_ino), name)
+    def _new_path(self, parent_ino: int, name: str) -> tuple[RelPath, Stat]:
+        """The path of an entry about to be made, and its directory's attributes."""
+        directory = self.inodes.dir_path(parent_ino)
+        path = join(directory, name)
         if self.merged.stat(path) is not None:
             raise fail(errno.EEXIST)
-        return path
+        st = self.merged.stat(directory)
+        assert st is not None  # the kernel holds the directory it names
+        return path, st
+
+    def _new_entry(
+        self, parent_ino: int, name: str, caller: Owner | None
+    ) -> tuple[RelPath, Stat, int | None, int | None]:
+        """`_new_path`, and the owner `caller` gives the entry it makes there."""
+        path, directory = self._new_path(parent_ino, name)
+        return (path, directory, *metadata.new_owner(caller, directory, self.owner))
+
+    def _ino(self, path: RelPath) -> int:
+        """`path`'s inode: for one more name of a linked entry, the inode of the others."""
+        ino = self.inodes.ino_of.get(path)
+        if ino is not None:
+            return ino
+        override = self.layer.get(path)
+        for name in self.layer.names(override) if override is not None else ():
+            if name in self.inodes.ino_of:
+                return self.inodes.alias(path, self.inodes.ino_of[name])
+        return self.inodes.ino(path)
+
+    def _owned(self, ino: int) -> metadata.Owned:
+        override = self._materialize(ino)
+        assert not isinstance(override, Whiteout)  # a whiteout shows as ENOENT
+        return override
 
     def _materialize(self, ino: int) -> Override:
         path, override = self._node(ino)
@@ -382,14 +414,14 @@ class Tree:
     def _touch(self, ino: int) -> None:
         _, override = self._node(ino)
         if isinstance(override, File):
-            self._put(ino, replace(override, mtime_ns=time.time_ns()))
+            self._put(ino, metadata.written(override, time.time_ns()))
 
     def _put(self, ino: int, override: Override) -> None:
         path = self.inodes.path_of.get(ino)
         if path is None:
             self.inodes.orphans[ino] = override
         else:
-            self.layer.set(path, override)
+            self.layer.set_all(path, override)
 
     def _remove(self, path: RelPath, keep_inodes: bool = False) -> None:
         """Delete `path` and all below it; a whiteout hides what the user's folder has there."""
@@ -398,10 +430,14 @@ class Tree:
         if not keep_inodes:
             self._detach(path)
         shows_lower = self.merged.shows_lower(path)
+        override = self.layer.get(path)
         for rel in self.layer.below(path, is_dir):
             self.layer.pop(rel)
         if shows_lower:
             self.layer.set(path, WHITEOUT)
+        others = self.layer.names(override) if override is not None else set()
+        if others and not keep_inodes:  # the inode lost a name: its other names show it
+            self.layer.set_all(min(others), metadata.relinked(override, time.time_ns()))  # type: ignore[arg-type]
 
     def _detach(self, path: RelPath) -> None:
         """Unbind `path` and its descendants from their inodes; what the kernel still holds

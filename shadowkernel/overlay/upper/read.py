@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...paths import ROOT, RelPath, join, parent
 from ..lower import Lower
@@ -15,10 +15,12 @@ from ..store import (
     File,
     Manifest,
     Override,
+    Special,
     Symlink,
     Whiteout,
     changed_paths,
     lower_source,
+    new_link,
 )
 from .resolve import METACOPY, OPAQUE, REDIRECT, is_lower_dir, natural, reachable, read_bytes, xattr
 
@@ -35,6 +37,14 @@ class _Reader:
     def __post_init__(self) -> None:
         self.entries: dict[RelPath, Override] = {}
         self.copies: set[RelPath] = set()
+        root = os.stat(self.lower.root)
+        self.owner = (root.st_uid, root.st_gid)  # what an override without one shows
+        self.by_inode: dict[int, Override] = {}  # upper inode with several names -> override
+
+    def owned(self, st: os.stat_result) -> tuple[int | None, int | None]:
+        """An upper entry's owner as an override records it (None: the folder's)."""
+        uid = None if st.st_uid == self.owner[0] else st.st_uid
+        return uid, None if st.st_gid == self.owner[1] else st.st_gid
 
     def at(self, path: RelPath) -> bytes:
         return os.fsencode(os.path.join(self.upper, path)) if path else os.fsencode(self.upper)
@@ -77,11 +87,35 @@ class _Reader:
             return self.whiteout(path)
         if stat.S_ISDIR(st.st_mode):
             return self.directory(path, st)
+        if st.st_nlink > 1 and st.st_ino in self.by_inode:
+            return self.by_inode[st.st_ino]  # one more name of an inode already read
+        override = self.linkable(path, st)
+        if st.st_nlink > 1:
+            return self.linked(st, override)
+        return override
+
+    def linkable(self, path: RelPath, st: os.stat_result) -> File | Symlink | Special | None:
         if stat.S_ISLNK(st.st_mode):
             return self.symlink(path, st)
         if stat.S_ISREG(st.st_mode):
             return self.file(path, st)
-        return None  # fifos, sockets, devices: not representable in an override
+        return self.special(path, st)
+
+    def linked(self, st: os.stat_result, override: File | Symlink | Special | None) -> Override:
+        """The override of every name of a hard-linked upper inode."""
+        assert override is not None  # a copy-up that changed nothing has one name
+        if override.link is None:
+            override = replace(override, link=new_link())
+        self.by_inode[st.st_ino] = override
+        return override
+
+    def special(self, path: RelPath, st: os.stat_result) -> Special | None:
+        uid, gid = self.owned(st)
+        node = Special(st.st_mode, st.st_rdev, st.st_mtime_ns, uid=uid, gid=gid)
+        base = self.base.get(path)
+        if isinstance(base, Special) and _same_but_times(base, node):
+            return base
+        return replace(node, atime_ns=_atime(st))
 
     def whiteout(self, path: RelPath) -> Override | None:
         source = natural(self.entries, path)
@@ -91,14 +125,16 @@ class _Reader:
     def directory(self, path: RelPath, st: os.stat_result) -> Override | None:
         origin = self.dir_origin(path)
         mode, base = stat.S_IMODE(st.st_mode), self.base.get(path)
-        if isinstance(base, Dir) and base.origin == origin and base.mode == mode:
+        uid, gid = self.owned(st)
+        if isinstance(base, Dir) and (base.origin, base.mode, base.uid, base.gid) == (
+            origin, mode, uid, gid):  # fmt: skip
             return base  # mtime drift from child changes is not a change of the directory
         source = natural(self.entries, path)
         if base is None and origin is not None and origin == source:
             lower = self.lower.lstat(source)
-            if lower is not None and stat.S_IMODE(lower.st_mode) == mode:
+            if lower is not None and _same_mode_and_owner(lower, st):
                 return None  # a plain copy-up of a lower directory
-        return Dir(origin=origin, mode=mode, mtime_ns=st.st_mtime_ns)
+        return Dir(origin=origin, mode=mode, mtime_ns=st.st_mtime_ns, uid=uid, gid=gid)
 
     def dir_origin(self, path: RelPath) -> RelPath | None:
         base = self.base.get(path)
@@ -119,39 +155,45 @@ class _Reader:
         above = lower_source(self.entries, parent(path))  # relative: the same lower parent
         return None if above is None else join(above, os.fsdecode(redirect))
 
-    def symlink(self, path: RelPath, st: os.stat_result) -> Override | None:
-        link = Symlink(target=os.readlink(self.at(path)), mtime_ns=st.st_mtime_ns)
+    def symlink(self, path: RelPath, st: os.stat_result) -> Symlink | None:
+        uid, gid = self.owned(st)
+        link = Symlink(os.readlink(self.at(path)), st.st_mtime_ns, uid=uid, gid=gid)
         base = self.base.get(path)
-        if base == link:
+        if isinstance(base, Symlink) and _same_but_times(base, link):
             return base
         source = natural(self.entries, path)
         if base is None and source is not None and self.same_link_as_lower(link, source):
             return None
-        return link
+        return replace(link, atime_ns=_atime(st))
 
     def same_link_as_lower(self, link: Symlink, source: RelPath) -> bool:
         lower = self.lower.lstat(source)
         if lower is None or not stat.S_ISLNK(lower.st_mode) or lower.st_mtime_ns != link.mtime_ns:
             return False
+        if self.owned(lower) != (link.uid, link.gid):
+            return False
         return self.lower.readlink(source) == link.target
 
-    def file(self, path: RelPath, st: os.stat_result) -> Override | None:
+    def file(self, path: RelPath, st: os.stat_result) -> File | None:
         mode, mtime_ns = stat.S_IMODE(st.st_mode), st.st_mtime_ns
+        uid, gid = self.owned(st)
         if xattr(self.at(path), METACOPY) is not None:
             redirect = xattr(self.at(path), REDIRECT)
             origin = self.redirected(path, redirect) if redirect else natural(self.entries, path)
-            meta = File(origin=origin, mode=mode, mtime_ns=mtime_ns)
-            return meta
+            return File(None, origin, mode, mtime_ns, uid=uid, gid=gid, atime_ns=_atime(st))
         base = self.base.get(path)
         if isinstance(base, File) and self.same_file(path, st, base):
             return base
         source = natural(self.entries, path)
         if base is None and source is not None and self.same_as_lower(path, st, source):
             return None  # copied up (opened for writing) but unchanged
-        return File(blob=self.store.make(read_bytes(self.at(path))), mode=mode, mtime_ns=mtime_ns)
+        blob = self.store.make(read_bytes(self.at(path)))
+        return File(blob, None, mode, mtime_ns, uid=uid, gid=gid, atime_ns=_atime(st))
 
     def same_file(self, path: RelPath, st: os.stat_result, base: File) -> bool:
         if (stat.S_IMODE(st.st_mode), st.st_mtime_ns) != (base.mode, base.mtime_ns):
+            return False
+        if self.owned(st) != (base.uid, base.gid):
             return False
         if base.blob is not None:
             return st.st_size == base.blob.size and read_bytes(self.at(path)) == base.blob.bytes()
@@ -163,6 +205,8 @@ class _Reader:
             return False
         if (lower.st_mode, lower.st_mtime_ns) != (st.st_mode, st.st_mtime_ns):
             return False
+        if not _same_mode_and_owner(lower, st):
+            return False
         return self.same_bytes_as_lower(path, st, source)
 
     def same_bytes_as_lower(self, path: RelPath, st: os.stat_result, source: RelPath) -> bool:
@@ -170,6 +214,20 @@ class _Reader:
         if lower is None or lower.st_size != st.st_size:
             return False
         return read_bytes(self.at(path)) == self.lower.read(source)
+
+
+def _atime(st: os.stat_result) -> int | None:
+    return None if st.st_atime_ns == st.st_mtime_ns else st.st_atime_ns
+
+
+def _same_mode_and_owner(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_mode, a.st_uid, a.st_gid) == (b.st_mode, b.st_uid, b.st_gid)
+
+
+def _same_but_times(base: Symlink | Special, upper: Symlink | Special) -> bool:
+    """Whether the upper's entry is the base's (atime moves on every read; ctime is the
+    kernel's; the link group is the inode's, compared by `linked`)."""
+    return replace(base, atime_ns=None, ctime_ns=None, link=None) == upper
 
 
 def read_upper(upper_dir: str, lower_root: str, base_manifest: Manifest, store: BlobStore) -> Delta:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
 from dataclasses import dataclass
 
 from ...paths import ROOT, RelPath, is_within, join, name, parent
+from ..attributes import owner_of
 from ..lower import Lower
-from ..store import Dir, File, Manifest, Override, Symlink, Whiteout, lower_source
+from ..metadata import Owned
+from ..store import Dir, File, Manifest, Override, Special, Symlink, Whiteout, lower_source
 from .resolve import METACOPY, OPAQUE, REDIRECT, by_depth, is_lower_dir
 
 
@@ -22,8 +25,9 @@ class _Writer:
 
     def __post_init__(self) -> None:
         root = os.stat(self.lower.root)
-        # The FUSE view shows every override as owned by the folder's owner; so does this one.
-        self.owner = None if root.st_uid == os.geteuid() else (root.st_uid, root.st_gid)
+        # An override that records no owner shows the folder's owner, in both views.
+        self.owner = (root.st_uid, root.st_gid)
+        self.linked: dict[str, RelPath] = {}  # hard-link group -> the path written first
         self.dir_times: dict[RelPath, int] = {}
         self.made: set[RelPath] = {ROOT}  # upper directories known to exist
         self.shown_dirs: dict[RelPath, bool] = {}  # memo: is this a directory in the view?
@@ -53,7 +57,7 @@ class _Writer:
     def write(self) -> None:
         root = os.stat(self.lower.root)  # overlayfs shows the upper root's own attributes
         os.chmod(self.upper, stat.S_IMODE(root.st_mode))
-        self.chown(ROOT, (root.st_uid, root.st_gid))
+        self.chown(ROOT, self.owner)
         self.dir_times[ROOT] = root.st_mtime_ns
         for path in by_depth(p for p in self.manifest if p):
             if self.reachable(path):
@@ -88,7 +92,7 @@ class _Writer:
             assert st is not None  # reachable() checked it
             os.mkdir(self.at(directory))
             self.made.add(directory)
-            self.meta(directory, st.st_mode, st.st_mtime_ns, owner=(st.st_uid, st.st_gid))
+            self.lower_meta(directory, st)
 
     def clear(self, path: RelPath) -> None:
         """Whatever a copied tree put at `path` before its own override replaces it."""
@@ -107,19 +111,29 @@ class _Writer:
             # Only where a lower entry can show: overlayfs lists a whiteout in a pure upper dir.
             if self.shows(path) is not None:
                 os.mknod(self.at(path), stat.S_IFCHR, os.makedev(0, 0))
-        elif isinstance(override, Symlink):
-            os.symlink(override.target, self.at(path))
-            self.chown(path)
-            os.utime(self.at(path), ns=(override.mtime_ns,) * 2, follow_symlinks=False)
         elif isinstance(override, Dir):
             self.put_dir(path, override)
+        elif override.link is not None and override.link in self.linked:
+            os.link(self.at(self.linked[override.link]), self.at(path), follow_symlinks=False)
+        else:
+            self.put_linkable(path, override)
+            if override.link is not None:
+                self.linked[override.link] = path
+
+    def put_linkable(self, path: RelPath, override: File | Symlink | Special) -> None:
+        if isinstance(override, Symlink):
+            os.symlink(override.target, self.at(path))
+            self.meta(path, stat.S_IFLNK, override, is_dir=False)
+        elif isinstance(override, Special):
+            os.mknod(self.at(path), override.mode, override.rdev)
+            self.meta(path, override.mode, override, is_dir=False)
         else:
             self.put_file(path, override)
 
     def put_dir(self, path: RelPath, override: Dir) -> None:
         os.mkdir(self.at(path))
         self.made.add(path)
-        self.meta(path, override.mode, override.mtime_ns)
+        self.meta(path, override.mode, override)
         if override.origin is None:
             os.setxattr(self.at(path), OPAQUE, b"y")
         elif override.origin != self.shows(path):
@@ -138,11 +152,11 @@ class _Writer:
                     f.write(override.blob.read(offset, 1 << 20))
         elif override.origin is None:
             return  # a file without content or origin cannot be shown by either view
-        elif self.redirects:
+        elif self.redirects and override.link is None:  # a metacopy is not shared by names
             self.put_metacopy(path, override.origin)
         else:
             shutil.copyfile(self.lower.path(override.origin), target, follow_symlinks=False)
-        self.meta(path, override.mode, override.mtime_ns, is_dir=False)
+        self.meta(path, override.mode, override, is_dir=False)
 
     def put_metacopy(self, path: RelPath, origin: RelPath) -> None:
         st = self.lower.lstat(origin)
@@ -168,25 +182,37 @@ class _Writer:
                 shutil.copyfile(self.lower.path(src), self.at(dst), follow_symlinks=False)
             else:
                 continue
-            self.meta(dst, st.st_mode, st.st_mtime_ns, owner=(st.st_uid, st.st_gid),
-                      is_dir=stat.S_ISDIR(st.st_mode))  # fmt: skip
+            self.lower_meta(dst, st)
 
-    def meta(self, path: RelPath, mode: int, mtime_ns: int, owner: tuple[int, int] | None = None,
-             is_dir: bool = True) -> None:  # fmt: skip
-        self.chown(path, owner)
+    def lower_meta(self, path: RelPath, st: os.stat_result) -> None:
+        """A lower entry's mode, owner and mtime on its upper copy."""
+        times = Dir(mtime_ns=st.st_mtime_ns, uid=st.st_uid, gid=st.st_gid)
+        self.meta(path, st.st_mode, times, is_dir=stat.S_ISDIR(st.st_mode))
+
+    def meta(self, path: RelPath, mode: int, override: Owned, is_dir: bool = True) -> None:
+        """`override`'s owner, mode and times on the upper entry at `path`."""
+        self.chown(path, owner_of(override, self.owner))
+        mtime_ns = override.mtime_ns
+        atime_ns = mtime_ns if override.atime_ns is None else override.atime_ns
         if stat.S_ISLNK(mode):
-            os.utime(self.at(path), ns=(mtime_ns, mtime_ns), follow_symlinks=False)
+            os.utime(self.at(path), ns=(atime_ns, mtime_ns), follow_symlinks=False)
             return
         os.chmod(self.at(path), stat.S_IMODE(mode))
         if is_dir:
             self.dir_times[path] = mtime_ns
         else:
-            os.utime(self.at(path), ns=(mtime_ns, mtime_ns))
+            os.utime(self.at(path), ns=(atime_ns, mtime_ns))
 
-    def chown(self, path: RelPath, owner: tuple[int, int] | None = None) -> None:
-        owner = owner or self.owner
-        if owner is not None and owner != (os.geteuid(), os.getegid()):
+    def chown(self, path: RelPath, owner: tuple[int, int]) -> None:
+        if owner == (os.geteuid(), os.getegid()):
+            return
+        try:
             os.chown(self.at(path), *owner, follow_symlinks=False)
+        except (PermissionError, OSError) as exc:
+            # A writer without CAP_CHOWN (or a user namespace that does not map the uid)
+            # can give only the folder's owner; an entry's own owner is then its writer's.
+            if owner == self.owner or exc.errno not in (errno.EPERM, errno.EINVAL):
+                raise
 
 
 def write_upper(
