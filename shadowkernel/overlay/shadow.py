@@ -25,12 +25,14 @@ from . import channel, mounts
 from .store import (
     DEFAULT_MEMORY_BUDGET,
     EMPTY,
+    Blob,
     BlobStore,
     File,
     Manifest,
     Override,
     delta,
     freeze,
+    with_blob,
 )
 
 START_TIMEOUT = 30.0
@@ -189,7 +191,8 @@ class Shadow:
         """
         with self._lock:
             delta = self._call("collect")
-        return {path: self._adopt(o) for path, o in delta.items()}
+        adopted: dict[str, Blob] = {}  # the names of one inode share one blob
+        return {path: self._adopt(o, adopted) for path, o in delta.items()}
 
     def statistics(self) -> dict[str, Any]:
         with self._lock:
@@ -197,16 +200,17 @@ class Shadow:
         stats["pid"] = self.pid
         return stats
 
-    def _adopt(self, override: Override | None) -> Override | None:
+    def _adopt(self, override: Override | None, adopted: dict[str, Blob]) -> Override | None:
         if not isinstance(override, File) or override.blob is None:
             return override
         blob = override.blob
-        if blob.data is not None:
-            mine = self.store.make(blob.data)
-        else:
-            assert blob.spill is not None
-            mine = self.store.adopt(blob.spill, blob.size)
-        return File(blob=mine, origin=None, mode=override.mode, mtime_ns=override.mtime_ns)
+        if blob.id not in adopted:
+            if blob.data is not None:
+                adopted[blob.id] = self.store.make(blob.data)
+            else:
+                assert blob.spill is not None
+                adopted[blob.id] = self.store.adopt(blob.spill, blob.size)
+        return with_blob(override, adopted[blob.id])
 
     def _call(self, verb: str, *args: Any) -> Any:
         if self._sock is None or not self.alive:

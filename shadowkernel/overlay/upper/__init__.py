@@ -18,15 +18,23 @@ trip. The translation follows `store.lower_source`, the one resolution rule both
 - `Dir(origin=None)`: an opaque directory (`trusted.overlay.opaque=y`);
 - `Dir(origin=X)` elsewhere (a renamed directory): with `redirects`, a directory with
   `trusted.overlay.redirect=/X`; without, an opaque directory holding a copy of X's tree;
-- `Symlink`: a symlink; `WHITEOUT`: a 0/0 character device.
+- `Symlink`: a symlink; `Special`: the FIFO, socket node or device node (mknod);
+  `WHITEOUT`: a 0/0 character device;
+- every entry with its owner (the folder's where it records none) and its atime; the names
+  of one link group are hard links to the first one written (a linked `File(origin=X)` is
+  a copy of X's bytes: a metacopy is not shared by names).
 
 `redirects` needs the mount options `redirect_dir=on,metacopy=on` (privileged overlayfs; the
 kernel refuses both with `userxattr`). `read_upper` reads them back the same way, so a
 directory or file the run renamed comes back as a recorded rename, not a copy.
 
+`read_upper` gives the names of one upper inode one override with one link group, and
+records owners that differ from the folder's.
+
 Caveats: a directory's mtime is not harvested (overlayfs bumps it on every child change, the
-FUSE view keeps it); fifos, sockets and device nodes a run creates are not harvested (the FUSE
-view refuses them); hard links come back as separate files.
+FUSE view keeps it); ctimes are the kernel's and not carried either way; an owner the writer
+cannot give (no CAP_CHOWN, or a user namespace that does not map the uid) is left as the
+writer's.
 """
 
 from .read import read_upper
