@@ -305,6 +305,7 @@ root = sys.argv[1]
 at = lambda rel: os.path.join(root, rel)
 os.mkfifo(at("fifo2"), 0o600)
 os.link(at("pkg/mod.py"), at("pkg/mod2"))  # a link to a lower file
+os.link(at("pkg/plain.txt"), at("plain2"))  # ... that the run changes in no other way
 os.link(at("made"), at("made3"))  # a third name for a linked file of the shadow
 os.unlink(at("made2"))
 os.chown(at("pkg/mod.py"), 1, 2)
@@ -322,6 +323,7 @@ def test_special_files_links_and_owners_survive_both_paths(tmp_path: Path) -> No
     (source / "pkg").mkdir(parents=True)
     (source / "README.md").write_text("# readme\n")
     (source / "pkg/mod.py").write_text("x = 1\n")
+    (source / "pkg/plain.txt").write_text("plain\n")
     with Shadow(source) as shadow:
         mnt = Path(shadow.mountpoint)
         os.mkfifo(mnt / "fifo", 0o640)
@@ -347,6 +349,7 @@ def test_special_files_links_and_owners_survive_both_paths(tmp_path: Path) -> No
         subprocess.run([*prefix, sys.executable, "-c", RUN_MAKES, str(source)], check=True)
         after_run = dump(str(source), dir_times=False, full=True, prefix=prefix)
         assert after_run["pkg/mod2"][5:] == [1, 2, 2, 0, "pkg/mod.py"]
+        assert after_run["pkg/plain.txt"][5:] == [0, 0, 2, 0, "plain2"]  # plain2 is listed first
         harvested = patched(manifest, read_upper(str(upper), str(source), manifest, shadow.store))
         shadow.activate(harvested)
         assert dump(str(mnt), dir_times=False, full=True) == after_run

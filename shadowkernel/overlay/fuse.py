@@ -5,12 +5,18 @@ Anything else would take the whole mount down ("Transport endpoint is not connec
 so an unexpected exception is logged and answered with EIO instead.
 
 File handles are inode numbers. With the patched pyfuse3 (`NO_OPEN_SUPPORT`, built by
-.ci/setup) `open` and `opendir` answer ENOSYS: the kernel then opens files and directories
-without asking us, keeps their pages and listings cached (FOPEN_KEEP_CACHE, FOPEN_CACHE_DIR)
-and sends fh 0, for which the patch passes the inode. A warm read then costs no round trip
-(about 150 us each here): measured full-tree read 15x -> 1.2x native, find 30x -> 0.9x.
-Truncation by O_TRUNC then arrives as a setattr (atomic O_TRUNC is turned off, since no
-open reaches us). Stock pyfuse3 works too, one open and one release per file slower.
+`shadowkernel setup-fuse`, see fastpath.py) `open` and `opendir` answer ENOSYS: the kernel
+then opens files and directories without asking us, keeps their pages and listings cached
+(FOPEN_KEEP_CACHE, FOPEN_CACHE_DIR) and sends fh 0, for which the patch passes the inode. A
+warm read then costs no round trip (about 150 us each here): measured full-tree read 15x ->
+1.2x native, find 30x -> 0.9x. Truncation by O_TRUNC then arrives as a setattr (atomic
+O_TRUNC is turned off, since no open reaches us). Stock pyfuse3 works too, one open and one
+release per file slower.
+
+Permission checks are the kernel's (`default_permissions`): chown, chmod, utimensat and
+every access arrive here only when allowed, and entries a process makes belong to its
+uid and gid (`ctx`). The mount stays nosuid and nodev (libfuse's defaults): device nodes
+can be made and listed, not opened.
 """
 
 from __future__ import annotations

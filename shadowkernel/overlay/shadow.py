@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import OverlayError, PathError
 from ..paths import RelPath
-from . import channel, mounts
+from . import channel, fastpath, mounts
 from .store import (
     DEFAULT_MEMORY_BUDGET,
     EMPTY,
@@ -109,6 +109,9 @@ class Shadow:
         finally:
             parent_end.settimeout(None)
         assert hello[0] == "ready", hello
+        self.fuse_path: str = hello[2]  # "fast", or why not (see server._path)
+        if self.fuse_path == fastpath.STOCK:
+            fastpath.warn_slow()
         self._shown: Manifest = EMPTY  # what the overlay shows: switches send the difference
         if self.manifest:
             self._show(self.manifest)

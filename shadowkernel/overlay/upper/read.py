@@ -91,7 +91,7 @@ class _Reader:
             return self.by_inode[st.st_ino]  # one more name of an inode already read
         override = self.linkable(path, st)
         if st.st_nlink > 1:
-            return self.linked(st, override)
+            return self.linked(st, override or self.lower_copy(path, st))
         return override
 
     def linkable(self, path: RelPath, st: os.stat_result) -> File | Symlink | Special | None:
@@ -101,9 +101,16 @@ class _Reader:
             return self.file(path, st)
         return self.special(path, st)
 
-    def linked(self, st: os.stat_result, override: File | Symlink | Special | None) -> Override:
+    def lower_copy(self, path: RelPath, st: os.stat_result) -> File | Symlink:
+        """A lower entry copied up unchanged, which has since gained names (a run's link)."""
+        uid, gid = self.owned(st)
+        if stat.S_ISLNK(st.st_mode):
+            return Symlink(os.readlink(self.at(path)), st.st_mtime_ns, uid=uid, gid=gid)
+        origin = natural(self.entries, path)
+        return File(None, origin, stat.S_IMODE(st.st_mode), st.st_mtime_ns, uid=uid, gid=gid)
+
+    def linked(self, st: os.stat_result, override: File | Symlink | Special) -> Override:
         """The override of every name of a hard-linked upper inode."""
-        assert override is not None  # a copy-up that changed nothing has one name
         if override.link is None:
             override = replace(override, link=new_link())
         self.by_inode[st.st_ino] = override
