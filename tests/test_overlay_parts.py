@@ -1,5 +1,6 @@
 """The pieces `Tree` is made of, tested directly: attributes, the inode table, the live
-layer, the merged namespace and file contents. Pure code; only a temporary lower folder."""
+layer, the merged namespace, file contents, owners and times, hard-link groups. Pure code;
+only a temporary lower folder."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from shadowkernel.overlay import attributes
+from shadowkernel.overlay import attributes, metadata
 from shadowkernel.overlay.buffer import Buffer
 from shadowkernel.overlay.content import Contents
 from shadowkernel.overlay.inodes import ROOT_INO, Inodes
 from shadowkernel.overlay.layer import Layer
 from shadowkernel.overlay.lower import Lower
 from shadowkernel.overlay.merged import Merged
-from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File, Symlink, freeze
+from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File, Special, Symlink, freeze
 from shadowkernel.paths import RelPath
 
 OWNER = (1234, 5678)
@@ -157,3 +158,68 @@ def test_contents_read_buffers_blobs_spills_and_lower_files(merged: Merged, tmp_
     assert contents.read(spilled, None, 8, 5) == b"bytes"
     assert contents.read(None, RelPath("README.md"), 2, 2) == b"hi"
     assert contents.whole(File(origin="pkg/mod.py")) == b"x = 1\n"
+
+
+# -- owners, modes and times ---------------------------------------------------------------------
+
+
+def test_a_new_entry_belongs_to_its_caller_or_to_a_setgid_directory() -> None:
+    plain = attributes.Stat(stat.S_IFDIR | 0o755, 0, 0, gid=5678)
+    setgid = attributes.Stat(stat.S_IFDIR | 0o2775, 0, 0, gid=42)
+    assert metadata.new_owner((1, 2), plain, OWNER) == (1, 2)
+    assert metadata.new_owner((1, 2), setgid, OWNER) == (1, 42)
+    assert metadata.new_owner(None, plain, OWNER) == (None, None)  # the folder's: not recorded
+    assert metadata.new_dir_mode(0o755, setgid) == 0o2755
+    assert metadata.new_dir_mode(0o755, plain) == 0o755
+
+
+def test_times_change_apart_and_every_change_sets_the_ctime() -> None:
+    file = File(mode=0o644, mtime_ns=10)
+    touched = metadata.changed(file, 99, OWNER, mtime_ns=20)
+    assert (touched.atime_ns, touched.mtime_ns, touched.ctime_ns) == (10, 20, 99)  # atime kept
+    owned = metadata.changed(touched, 100, OWNER, uid=OWNER[0], gid=7, mode=0o4755)
+    assert (owned.uid, owned.gid, owned.mode, owned.ctime_ns) == (None, 7, 0o4755, 100)
+    written = metadata.written(File(mtime_ns=5, atime_ns=3), 50)
+    assert (written.atime_ns, written.mtime_ns, written.ctime_ns) == (3, 50, 50)
+    fifo = metadata.changed(Special(stat.S_IFIFO | 0o644), 1, OWNER, mode=0o600)
+    assert fifo.mode == stat.S_IFIFO | 0o600  # the type stays
+    assert metadata.changed(Symlink(b"t"), 1, OWNER, mode=0o600) == Symlink(b"t", ctime_ns=1)
+
+
+def test_mknod_modes_that_cannot_be_special_files_are_refused() -> None:
+    assert metadata.special_mode(stat.S_IFIFO | 0o640, 0) == stat.S_IFIFO | 0o640
+    for mode, rdev, code in [
+        (stat.S_IFCHR, 0, errno.EPERM),
+        (stat.S_IFDIR | 0o755, 0, errno.EINVAL),
+    ]:
+        with pytest.raises(OSError) as caught:
+            metadata.special_mode(mode, rdev)
+        assert caught.value.errno == code
+
+
+# -- hard links in the layer and the inode table -------------------------------------------------
+
+
+def test_the_names_of_one_inode_are_a_link_group(tmp_path: Path) -> None:
+    layer = Layer()
+    buffer = Buffer(BlobStore(spill_dir=str(tmp_path)), b"shared")
+    linked = File(blob=buffer, link="g")  # type: ignore[arg-type]
+    layer.set(RelPath("a"), linked)
+    layer.set(RelPath("b"), linked)
+    assert layer.nlink(linked) == 2 and layer.same_inode(RelPath("a"), RelPath("b"))
+    layer.set_all(RelPath("a"), File(blob=buffer, link="g", mode=0o600))  # type: ignore[arg-type]
+    assert layer.entries["b"].mode == 0o600  # type: ignore[union-attr]
+    collected = layer.collect()
+    assert collected["a"] is collected["b"]  # one frozen blob for both names
+    layer.pop(RelPath("a"))
+    assert layer.nlink(layer.entries["b"]) == 1 and layer.names(File()) == set()
+
+
+def test_an_inode_with_another_name_survives_losing_one() -> None:
+    inodes = Inodes()
+    ino = inodes.ino(RelPath("a"))
+    assert inodes.alias(RelPath("b"), ino) == ino and inodes.ino_of["b"] == ino
+    assert inodes.detach(RelPath("a"), is_dir=False) == []  # still named by b: no orphan
+    assert inodes.path_of[ino] == "b"
+    inodes.move(RelPath("b"), RelPath("c"), is_dir=False)
+    assert inodes.detach(RelPath("c"), is_dir=False) == [("c", ino)]

@@ -2,9 +2,11 @@
 
 `Tree` answers every operation and raises only `OSError(errno)`. It never writes the
 user's folder: all reads of it go through `Lower`, and every change lands in the live
-override layer (`layer.py`). Inode numbers and orphans are kept by `inodes.py`, the
-attributes of overrides are made by `attributes.py`, and symlink targets are confined to
-the shadow by `links.py`; what is left here is the operations themselves.
+override layer (`layer.py`). Inode numbers, hard-link names and orphans are kept by
+`inodes.py`; what a path shows by `merged.py`, with attributes from `attributes.py`; owners
+and times follow `metadata.py`; file bytes are read by `content.py`; symlink targets are
+confined to the shadow by `links.py`. What is left here is the operations themselves.
+Hard links: the names of one inode hold one override (`_put` sets it at all of them).
 
 Files and directories are read and written by inode, never through per-open handles: with
 the patched pyfuse3 the kernel stops sending open and release altogether (see fuse.py).
@@ -285,10 +287,7 @@ class Tree:
         old, old_st = self._existing(old_parent, old_name)
         new = join(self.inodes.dir_path(new_parent), new_name)
         new_st = self.merged.stat(new)
-        if (
-            flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)
-            or flags == RENAME_NOREPLACE | RENAME_EXCHANGE
-        ):
+        if flags not in (0, RENAME_NOREPLACE, RENAME_EXCHANGE):  # unknown bits, or both
             raise fail(errno.EINVAL)
         if flags & RENAME_NOREPLACE and new_st is not None:
             raise fail(errno.EEXIST)
