@@ -631,6 +631,21 @@ def hard_link_kinds_and_errors(root: Path) -> object:
 
 
 @scenario
+def symlink_edge_cases(root: Path) -> object:
+    os.symlink("x" * 4095, root / "long")  # PATH_MAX - 1, as pjdfstest's symlink/03.t
+    os.symlink("pkg", root / "to_dir")
+    os.lchown(root / "to_dir", 7, 8)
+    return [
+        len(os.readlink(root / "long")),
+        attempt(lambda: os.symlink("y" * 4096, root / "too_long")),
+        attempt(lambda: os.symlink("x", root / ("n" * 256))),
+        owner(root / "to_dir"), owner(root / "pkg"), sorted(os.listdir(root / "to_dir")),
+        attempt(lambda: os.rmdir(root / "to_dir")),
+        attempt(lambda: os.unlink(root / "to_dir") or "unlinked"), listing(root / "pkg"),
+    ]  # fmt: skip
+
+
+@scenario
 def timestamps(root: Path) -> object:
     readme = root / "README.md"
     os.utime(readme, ns=(1_000_000_000, 2_000_000_000))

@@ -187,7 +187,11 @@ class _Reader:
         if xattr(self.at(path), METACOPY) is not None:
             redirect = xattr(self.at(path), REDIRECT)
             origin = self.redirected(path, redirect) if redirect else natural(self.entries, path)
-            return File(None, origin, mode, mtime_ns, uid=uid, gid=gid, atime_ns=_atime(st))
+            meta = File(None, origin, mode, mtime_ns, uid=uid, gid=gid)
+            base = self.base.get(path)
+            if isinstance(base, File) and replace(base, atime_ns=None, ctime_ns=None) == meta:
+                return base  # unchanged: the atime a read moved is not a change
+            return replace(meta, atime_ns=_atime(st))
         base = self.base.get(path)
         if isinstance(base, File) and self.same_file(path, st, base):
             return base
