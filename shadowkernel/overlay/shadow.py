@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OverlayError, PathError
-from ..paths import RelPath, is_within
+from ..paths import RelPath
 from . import channel, fastpath, mounts
 from .store import (
     DEFAULT_MEMORY_BUDGET,
@@ -65,7 +65,7 @@ class Shadow:
         self.mountpoint = os.path.realpath(
             mountpoint or tempfile.mkdtemp(prefix="shadowkernel-mnt-")
         )
-        if is_within(self.mountpoint, self.source):
+        if is_within_dir(self.mountpoint, self.source):
             raise PathError(
                 f"mountpoint {self.mountpoint!r} lies inside the source folder; "
                 "choose one outside it"
@@ -246,3 +246,7 @@ class Shadow:
                 self._process.wait(timeout=5)
         self._log.seek(0)
         return self._log.read().decode(errors="replace").strip()[-4000:]
+
+
+def is_within_dir(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
