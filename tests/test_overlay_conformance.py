@@ -646,6 +646,24 @@ def symlink_edge_cases(root: Path) -> object:
 
 
 @scenario
+def directory_link_counts(root: Path) -> object:
+    (root / "a/b").mkdir(parents=True)
+    (root / "a/c").mkdir()
+    (root / "a/f").write_text("x")
+    made = [(root / "a").stat().st_nlink, (root / "a/b").stat().st_nlink]
+    os.rmdir(root / "a/c")
+    os.rename(root / "docs", root / "renamed")
+    return [made, (root / "a").stat().st_nlink, (root / "pkg").stat().st_nlink,
+            (root / "renamed").stat().st_nlink, root.stat().st_nlink]  # fmt: skip
+
+
+@scenario
+def merged_directory_link_count(root: Path) -> object:
+    (root / "pkg/new").mkdir()
+    return (root / "pkg").stat().st_nlink
+
+
+@scenario
 def timestamps(root: Path) -> object:
     readme = root / "README.md"
     os.utime(readme, ns=(1_000_000_000, 2_000_000_000))
@@ -707,6 +725,9 @@ def set_xattr(root: Path) -> object:
 DIFFERENCES = {
     "set_xattr": "extended attributes are read-only in the shadow (ENOTSUP); overlayfs stores them "
     "in its upper layer",
+    "merged_directory_link_count": "overlayfs counts 1 link for a lower directory once anything "
+    "below it changed (merged); the shadow keeps the lower directory's own count, which the "
+    "kernel's cached attributes of that directory would not see change",
     "open_device_node": "the shadow is mounted nodev (libfuse's default, kept on purpose): a device "
     "node can be made and listed, not opened; the reference overlayfs sits on a tmpfs without nodev",
 }

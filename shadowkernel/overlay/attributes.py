@@ -41,23 +41,25 @@ def from_lstat(st: os.stat_result) -> Stat:
 
 def of_override(
     override: Override, owner: tuple[int, int], lower_size: Callable[[RelPath], int | None],
-    nlink: int = 1,
+    nlink: int | None = None,
 ) -> Stat | None:  # fmt: skip
     """What `override` shows, or None where it shows nothing (a whiteout, a file whose lower
     origin is gone). `owner` stands in where the override records none; `lower_size`
-    answers the size of a lower file (None if it is missing); `nlink` counts its names."""
+    answers the size of a lower file (None if it is missing); `nlink` counts its names
+    (None: 2 for a directory, 1 for anything else)."""
     if isinstance(override, Whiteout):
         return None
-    if isinstance(override, Symlink):
-        return _made(override, stat.S_IFLNK | 0o777, len(override.target), owner, nlink)
     if isinstance(override, Dir):
-        return _made(override, stat.S_IFDIR | override.mode, 4096, owner, 2)
+        return _made(override, stat.S_IFDIR | override.mode, 4096, owner, nlink or 2)
+    names = nlink or 1
+    if isinstance(override, Symlink):
+        return _made(override, stat.S_IFLNK | 0o777, len(override.target), owner, names)
     if isinstance(override, Special):
-        return replace(_made(override, override.mode, 0, owner, nlink), rdev=override.rdev)
+        return replace(_made(override, override.mode, 0, owner, names), rdev=override.rdev)
     size = file_size(override, lower_size)
     if size is None:
         return None
-    return _made(override, stat.S_IFREG | override.mode, size, owner, nlink)
+    return _made(override, stat.S_IFREG | override.mode, size, owner, names)
 
 
 def _made(override: File | Dir | Symlink | Special, mode: int, size: int,

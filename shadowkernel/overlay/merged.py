@@ -9,8 +9,10 @@ recorded without copying). No inode numbers here; those are `inodes.py`'s.
 from __future__ import annotations
 
 import errno
+import os
 import stat
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..paths import RelPath, join, parent
 from . import attributes
@@ -30,18 +32,34 @@ class Merged:
     def stat(self, path: RelPath) -> Stat | None:
         override = self.layer.get(path)
         if override is not None:
-            return self.of_override(override)
+            return self.of_override(override, path)
         source = self.layer.source(path)
-        return None if source is None else self.of_lower(source)
+        st = None if source is None else self.lower.lstat(source)
+        return None if st is None else self._of_lower(path, st)
 
-    def of_lower(self, source: RelPath) -> Stat | None:
-        st = self.lower.lstat(source)
-        return None if st is None else attributes.from_lstat(st)
+    def _of_lower(self, path: RelPath, st: os.stat_result) -> Stat:
+        shown = attributes.from_lstat(st)
+        # The root is merged with what programs write from the start; overlayfs counts a
+        # merged directory's links as 1. (A lower directory keeps its own count: overlayfs
+        # says 1 once anything below it changed, which the kernel's cached attributes of the
+        # directory would not follow here.)
+        return replace(shown, nlink=1) if not path and stat.S_ISDIR(st.st_mode) else shown
 
-    def of_override(self, override: Override) -> Stat | None:
+    def of_override(self, override: Override, path: RelPath | None = None) -> Stat | None:
+        """What `override` shows at `path` (None: an orphan's, which has no place)."""
         return attributes.of_override(
-            override, self.owner, self._lower_size, self.layer.nlink(override)
+            override, self.owner, self._lower_size, self._nlink(override, path)
         )
+
+    def _nlink(self, override: Override, path: RelPath | None) -> int | None:
+        """Names of a file; for a directory, as overlayfs counts: 1 when merged with a lower
+        one, else 2 and one per subdirectory (all of which are overrides)."""
+        if not isinstance(override, Dir):
+            return self.layer.nlink(override)
+        if override.origin is not None:
+            return 1
+        kids = self.layer.children(path) if path is not None else set()
+        return 2 + sum(isinstance(self.layer.entries[join(path, n)], Dir) for n in kids)  # type: ignore[arg-type]
 
     def _lower_size(self, source: RelPath) -> int | None:
         st = self.lower.lstat(source)
@@ -54,9 +72,9 @@ class Merged:
         own = self.layer.children(path)
         for name, lower_st in listing:
             if name not in own:
-                yield name, attributes.from_lstat(lower_st)
+                yield name, self._of_lower(join(path, name), lower_st)
         for name in sorted(own):
-            st = self.of_override(self.layer.entries[join(path, name)])
+            st = self.of_override(self.layer.entries[join(path, name)], join(path, name))
             if st is not None:
                 yield name, st
 

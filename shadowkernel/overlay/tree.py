@@ -136,7 +136,7 @@ class Tree:
 
     def getattr(self, ino: int) -> Stat:
         path, override = self._node(ino)
-        st = self.merged.of_override(override) if override is not None else None
+        st = self.merged.of_override(override, path) if override is not None else None
         if override is None and path is not None:
             st = self.merged.stat(path)
         if st is None:
