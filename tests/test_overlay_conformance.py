@@ -566,6 +566,29 @@ def permissions_as_another_uid(root: Path) -> object:
 
 
 @scenario
+def permission_rules_of_the_kernel(root: Path) -> object:
+    """The checks `default_permissions` leaves to the kernel, seen through each filesystem."""
+    nobody = functools.partial(as_user, NOBODY, NOBODY)
+    (root / "theirs").write_text("t")
+    os.chown(root / "theirs", NOBODY, 0)  # owned by nobody, group root (not nobody's)
+    (root / "open").write_text("o")
+    os.chmod(root / "open", 0o666)
+    (root / "sticky").mkdir()
+    os.chmod(root / "sticky", 0o1777)
+    (root / "sticky/roots").write_text("r")
+    return [
+        nobody(lambda: os.chmod(root / "theirs", 0o2755) or "chmod"),
+        stat.S_IMODE((root / "theirs").stat().st_mode),  # setgid dropped: not in the group
+        nobody(lambda: os.utime(root / "open") or "now"),  # UTIME_NOW needs write permission
+        nobody(lambda: os.utime(root / "open", ns=(1, 1))),  # explicit times need ownership
+        nobody(lambda: os.link(root / "README.md", root / "sticky/mine")),  # protected_hardlinks
+        nobody(lambda: os.rename(root / "sticky/roots", root / "sticky/moved")),
+        nobody(lambda: os.truncate(root / "README.md", 0)),
+        nobody(lambda: os.open(root / "new_in_root", os.O_CREAT | os.O_WRONLY, 0o644)),
+    ]
+
+
+@scenario
 def setgid_directory(root: Path) -> object:
     group = root / "group"
     group.mkdir()
