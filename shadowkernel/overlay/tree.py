@@ -238,9 +238,10 @@ class Tree:
         if source is None:
             raise fail(errno.ENOENT)  # open, but unlinked
         path, _ = self._new_path(parent_ino, name)
+        if stat.S_ISDIR(self.getattr(ino).mode):
+            raise fail(errno.EPERM)  # the kernel refuses first; nothing is copied up for it
         override = self._owned(ino)
-        if isinstance(override, Dir):
-            raise fail(errno.EPERM)
+        assert not isinstance(override, Dir)
         if override.link is None:
             override = replace(override, link=new_link())
         linked = metadata.relinked(override, time.time_ns())
