@@ -223,3 +223,15 @@ def test_an_inode_with_another_name_survives_losing_one() -> None:
     assert inodes.path_of[ino] == "b"
     inodes.move(RelPath("b"), RelPath("c"), is_dir=False)
     assert inodes.detach(RelPath("c"), is_dir=False) == [("c", ino)]
+
+
+def test_the_layer_counts_each_directory_s_subdirectories() -> None:
+    layer = Layer()
+    layer.set(RelPath("a"), Dir())
+    layer.set(RelPath("a/b"), Dir())
+    layer.set(RelPath("a/f"), File())
+    layer.set(RelPath("a/f"), Dir())  # a file replaced by a directory
+    assert layer.subdirs["a"] == 2
+    layer.pop(RelPath("a/b"))
+    layer.set(RelPath("a/f"), WHITEOUT)
+    assert layer.subdirs["a"] == 0

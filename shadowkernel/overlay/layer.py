@@ -3,8 +3,9 @@
 `entries` is a plain dict of overrides; beside it the layer keeps the indexes every
 lookup needs at once: each directory's overridden children (`kids`), how many overrides
 sit below each first path component (`tops`, so the many paths under none resolve without
-a walk), which paths programs changed since the last activation (`dirty`), and the paths
-of each hard-link group (`links`: the names of one inode, which hold one override).
+a walk), which paths programs changed since the last activation (`dirty`), the paths of
+each hard-link group (`links`: the names of one inode, which hold one override), and the
+number of directory overrides in each directory (`subdirs`, for its link count).
 
 No I/O: file content is a `Buffer` or a `Blob`; `collect` freezes buffers into blobs.
 """
@@ -16,7 +17,17 @@ from collections.abc import Iterable
 
 from ..paths import RelPath, parent
 from .buffer import Buffer
-from .store import EMPTY, File, Linkable, Manifest, Override, lower_source, paths_below, with_blob
+from .store import (
+    EMPTY,
+    Dir,
+    File,
+    Linkable,
+    Manifest,
+    Override,
+    lower_source,
+    paths_below,
+    with_blob,
+)
 
 
 class Layer:
@@ -27,6 +38,7 @@ class Layer:
         self.tops: Counter[str] = Counter()  # first path component -> overrides below it
         self.dirty: set[RelPath] = set()  # paths programs changed since the last activation
         self.links: dict[str, set[RelPath]] = {}  # hard-link group -> its paths
+        self.subdirs: Counter[RelPath] = Counter()  # directory -> its Dir children
 
     def get(self, path: RelPath) -> Override | None:
         return self.entries.get(path)
@@ -69,6 +81,8 @@ class Layer:
             self.tops[_top(path)] += 1
         else:
             self._unlink(path, old)
+        if path and isinstance(override, Dir) != isinstance(old, Dir):
+            self.subdirs[parent(path)] += 1 if isinstance(override, Dir) else -1
         self.entries[path] = override
         if isinstance(override, Linkable) and override.link is not None:
             self.links.setdefault(override.link, set()).add(path)
@@ -81,6 +95,8 @@ class Layer:
         if old is None:
             return
         self._unlink(path, old)
+        if path and isinstance(old, Dir):
+            self.subdirs[parent(path)] -= 1
         self.dirty.add(path)
         top = _top(path)
         self.tops[top] -= 1

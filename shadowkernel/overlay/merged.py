@@ -58,8 +58,7 @@ class Merged:
             return self.layer.nlink(override)
         if override.origin is not None:
             return 1
-        kids = self.layer.children(path) if path is not None else set()
-        return 2 + sum(isinstance(self.layer.entries[join(path, n)], Dir) for n in kids)  # type: ignore[arg-type]
+        return 2 + (self.layer.subdirs[path] if path is not None else 0)
 
     def _lower_size(self, source: RelPath) -> int | None:
         st = self.lower.lstat(source)
