@@ -1,6 +1,7 @@
 """The `shadowkernel` command.
 
     shadowkernel mount SRC MNT          # foreground; Ctrl-C unmounts
+    shadowkernel setup-fuse             # build the fast (patched) pyfuse3 into this environment
     shadowkernel lint SRC [--server S] [--stage PATH=FILE]... [--delete PATH]... [--json]
     shadowkernel run SRC [--stage PATH=FILE]... [--timeout S] [--net] -- CMD...
     shadowkernel mcp SRC [--servers S...] [--http HOST:PORT] [--allow-accept]
@@ -40,6 +41,16 @@ def cmd_mount(args: argparse.Namespace) -> int:
                 print("the overlay process exited; the mount was detached", file=sys.stderr)
                 return 1
     print("unmounted; the user's folder was not written", flush=True)
+    return 0
+
+
+def cmd_setup_fuse(args: argparse.Namespace) -> int:
+    from .overlay import fastpath
+
+    if fastpath.is_patched() and not args.force:
+        print("pyfuse3 is already the patched build: the shadow runs on the fast path")
+        return 0
+    fastpath.build(say=lambda line: print(f"setup-fuse: {line}", flush=True))
     return 0
 
 
@@ -152,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     mount.add_argument("source", metavar="SRC", help="the user's project folder (never written)")
     mount.add_argument("mountpoint", metavar="MNT", help="an empty folder outside SRC")
     mount.set_defaults(run=cmd_mount)
+
+    setup_fuse = sub.add_parser(
+        "setup-fuse", help="build the fast (patched) pyfuse3 into this environment (~1 minute)"
+    )
+    setup_fuse.add_argument("--force", action="store_true", help="rebuild even if it is there")
+    setup_fuse.set_defaults(run=cmd_setup_fuse)
 
     lint = sub.add_parser("lint", help="lint SRC with files staged on a throwaway branch")
     _staging_arguments(lint)

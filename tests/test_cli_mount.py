@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from overlay_helpers import needs_fuse, snapshot
 
 from shadowkernel.overlay import mounts
@@ -48,3 +51,65 @@ def test_mount_of_a_missing_folder_is_one_clear_line(tmp_path: Path) -> None:
         result.stderr.strip()
         == f"shadowkernel mount: source {str(tmp_path / 'nope')!r} is not a directory"
     )
+
+
+def test_setup_fuse_names_the_debian_packages_it_misses(tmp_path: Path) -> None:
+    """Without gcc, pkg-config and patch on PATH, setup-fuse says which packages to install
+    (the headers it also checks for are installed here)."""
+    bare = tmp_path / "bin"  # a PATH with nothing on it
+    bare.mkdir()
+    result = subprocess.run(shadowkernel("setup-fuse", "--force"), capture_output=True, text=True,
+                            env={**os.environ, "PATH": str(bare)})  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    message = result.stderr.strip()
+    assert message.startswith("shadowkernel setup-fuse: building the fast pyfuse3 needs gcc, ")
+    assert "pkg-config" in message and "patch" in message
+    assert "apt-get install gcc pkg-config patch" in message
+
+
+def test_setup_fuse_leaves_a_patched_build_alone() -> None:
+    from shadowkernel.overlay import fastpath
+
+    result = subprocess.run(shadowkernel("setup-fuse"), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    patched = "already the patched build" in result.stdout
+    assert patched == fastpath.is_patched()
+
+
+def mount_once(python: str, project: Path, mnt: Path, env: dict[str, str]) -> str:
+    """Mount with `python`, read one file through the mount, Ctrl-C; what it said on stderr."""
+    mnt.mkdir(exist_ok=True)
+    command = [python, "-m", "shadowkernel.cli", "mount", str(project), str(mnt)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    try:
+        assert "mounted at" in proc.stdout.readline()  # type: ignore[union-attr]
+        assert (mnt / "pkg/mod.py").read_text().startswith("def add")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return err
+
+
+@pytest.mark.slow
+@needs_fuse
+@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv for a throwaway environment")
+def test_setup_fuse_moves_a_fresh_environment_to_the_fast_path(project: Path, tmp_path: Path):
+    """As a pip user: stock pyfuse3, and `shadowkernel mount` says it runs on the slow path;
+    `shadowkernel setup-fuse` builds the patched pyfuse3 for real (about a minute) in an
+    environment without pip (uv's), and the next mount says nothing."""
+    import shadowkernel
+
+    venv = tmp_path / "venv"
+    subprocess.run(["uv", "venv", "-q", str(venv), "-p", sys.executable], check=True)
+    python = str(venv / "bin/python")
+    subprocess.run(["uv", "pip", "install", "-q", "--python", python, "pyfuse3==3.5.0",
+                    "inotify_simple"], check=True)  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(shadowkernel.__file__).parent.parent)}
+    assert "slow path" in mount_once(python, project, tmp_path / "mnt", env)
+    done = subprocess.run([python, "-m", "shadowkernel.cli", "setup-fuse"], env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "done: the shadow now runs on the fast path" in done.stdout
+    assert "slow path" not in mount_once(python, project, tmp_path / "mnt", env)

@@ -14,6 +14,7 @@ from overlay_helpers import snapshot
 
 from shadowkernel.errors import PathError
 from shadowkernel.overlay import channel
+from shadowkernel.overlay.links import confine_link
 from shadowkernel.overlay.lower import Lower
 from shadowkernel.overlay.store import (
     WHITEOUT,
@@ -26,7 +27,7 @@ from shadowkernel.overlay.store import (
     lower_source,
     patched,
 )
-from shadowkernel.overlay.tree import ROOT_INO, Tree, confine_link
+from shadowkernel.overlay.tree import ROOT_INO, Tree
 from shadowkernel.paths import rel
 
 # -- paths ------------------------------------------------------------------------------------------
@@ -147,7 +148,9 @@ def read(tree: Tree, path: str) -> bytes:
 
 
 def names(tree: Tree, path: str) -> list[str]:
-    return sorted(name for _, name, _, _ in tree.readdir(ino_of(tree, path) if path else ROOT_INO, 0))
+    return sorted(
+        name for _, name, _, _ in tree.readdir(ino_of(tree, path) if path else ROOT_INO, 0)
+    )
 
 
 def test_renaming_a_directory_records_it_without_copying(tree: Tree, project: Path) -> None:
@@ -233,3 +236,28 @@ def test_chmod_of_a_lower_file_is_a_metadata_override(tree: Tree) -> None:
     override = tree.entries["run.sh"]
     assert override.blob is None and override.origin == "run.sh"
     assert read(tree, "run.sh") == b"#!/bin/sh\necho hi\n"
+
+
+def test_a_link_to_a_lower_file_records_it_once_and_shares_its_writes(tree: Tree) -> None:
+    readme = ino_of(tree, "README.md")
+    ino, st = tree.link(readme, ROOT_INO, "hard")
+    assert ino == readme and st.nlink == 2
+    linked = tree.entries["hard"]
+    assert linked is tree.entries["README.md"]  # one override for both names
+    assert linked.blob is None and linked.origin == "README.md"  # no bytes copied yet
+    tree.write(ino, 0, b"!")
+    assert read(tree, "hard") == read(tree, "README.md") == b"! demo\n"
+    tree.unlink(ROOT_INO, "README.md")
+    assert tree.getattr(ino).nlink == 1 and read(tree, "hard") == b"! demo\n"
+    collected = tree.collect()
+    assert collected["README.md"] is WHITEOUT and collected["hard"].blob.bytes() == b"! demo\n"
+
+
+def test_special_files_and_owners_are_overrides(tree: Tree) -> None:
+    ino, st = tree.mknod(ROOT_INO, "fifo", stat.S_IFIFO | 0o640, 0, caller=(65534, 65534))
+    assert stat.S_ISFIFO(st.mode) and (st.uid, st.gid) == (65534, 65534)
+    st = tree.setattr(ino_of(tree, "run.sh"), uid=12, gid=34)
+    assert (st.uid, st.gid) == (12, 34) and tree.entries["run.sh"].origin == "run.sh"
+    with pytest.raises(OSError) as caught:
+        tree.mknod(ROOT_INO, "whiteout", stat.S_IFCHR, 0)
+    assert caught.value.errno == errno.EPERM

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import stat
 import subprocess
 import sys
 import tempfile
@@ -36,9 +37,9 @@ pytestmark = [needs_root, needs_fuse]
 # regular files keep their mtimes: overlayfs bumps a directory's on every child change, and
 # the FUSE view ignores lutimes() on a symlink (reported to overlay/).
 DUMP = r"""
-import json, os, stat, sys
-root, dir_times = sys.argv[1], sys.argv[2] == "1"
-out = {}
+import json, os, stat, sys, time
+root, dir_times, extended = sys.argv[1], sys.argv[2] == "1", sys.argv[3:] == ["1"]
+out, first_name = {}, {}
 for dirpath, dirs, files in os.walk(root):
     dirs.sort()
     for name in sorted(dirs + files):
@@ -49,11 +50,19 @@ for dirpath, dirs, files in os.walk(root):
             body, size = sorted(os.listdir(full)), 0
         elif stat.S_ISLNK(st.st_mode):
             body, size = os.readlink(full), st.st_size
-        else:
+        elif stat.S_ISREG(st.st_mode):
             body, size = open(full, "rb").read().hex(), st.st_size
+        else:  # a FIFO, a socket's node, a device node: never opened
+            body, size = st.st_rdev, 0
         keep_time = dir_times or stat.S_ISREG(st.st_mode)
         out[rel] = [stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode), size,
                     st.st_mtime_ns if keep_time else 0, body]
+        if extended and not stat.S_ISDIR(st.st_mode):
+            # Reads move atimes (relatime, and the dump reads): only one set on purpose in the
+            # future is stable. The names of one inode name its first path.
+            atime = st.st_atime_ns if st.st_atime_ns > time.time_ns() + 86400 * 10**9 else 0
+            inode = first_name.setdefault(st.st_ino, rel) if st.st_nlink > 1 else rel
+            out[rel] += [st.st_uid, st.st_gid, st.st_nlink, atime, inode]
 top = os.stat(root)
 out["."] = [0, stat.S_IMODE(top.st_mode), 0, top.st_mtime_ns if dir_times else 0,
             sorted(os.listdir(root))]
@@ -155,8 +164,12 @@ def make_lower(root: Path, rng: random.Random) -> None:
             os.utime(child, ns=(t, t), follow_symlinks=False)
 
 
-def dump(root: str, *, dir_times: bool, prefix: list[str] | None = None) -> dict:
-    command = [*(prefix or []), sys.executable, "-c", DUMP, root, "1" if dir_times else "0"]
+def dump(
+    root: str, *, dir_times: bool, prefix: list[str] | None = None, full: bool = False
+) -> dict:
+    """The tree as DUMP lists it; `full` adds owners, link counts, atimes and inode groups."""
+    command = [*(prefix or []), sys.executable, "-c", DUMP, root, "1" if dir_times else "0",
+               "1" if full else "0"]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -181,11 +194,11 @@ def run_ops(root: str, seed: int, prefix: list[str] | None = None) -> None:
 def unalias(view: dict, mountpoint: str, source: str) -> dict:
     """FUSE shows links into the user's folder redirected to the mount; undo that to compare."""
     out = {}
-    for path, (kind, mode, size, mtime, body) in view.items():
+    for path, (kind, mode, size, mtime, body, *more) in view.items():
         if isinstance(body, str) and body.startswith(mountpoint):
             body = source + body[len(mountpoint) :]
             size = len(os.fsencode(body))
-        out[path] = [kind, mode, size, mtime, body]
+        out[path] = [kind, mode, size, mtime, body, *more]
     return out
 
 
@@ -283,3 +296,66 @@ def test_rename_of_a_lower_directory_comes_back_as_a_recorded_rename(tmp_path: P
         RelPath("moved"): Dir(origin=RelPath("big"), mode=0o755,
                               mtime_ns=delta[RelPath("moved")].mtime_ns),  # type: ignore[union-attr]
     }  # fmt: skip
+
+
+# What a run makes beyond files and directories: special files, hard links, owners, times.
+RUN_MAKES = r"""
+import os, stat, sys
+root = sys.argv[1]
+at = lambda rel: os.path.join(root, rel)
+os.mkfifo(at("fifo2"), 0o600)
+os.link(at("pkg/mod.py"), at("pkg/mod2"))  # a link to a lower file
+os.link(at("pkg/plain.txt"), at("plain2"))  # ... that the run changes in no other way
+os.link(at("made"), at("made3"))  # a third name for a linked file of the shadow
+os.unlink(at("made2"))
+os.chown(at("pkg/mod.py"), 1, 2)
+os.utime(at("fifo"), ns=(4 * 10**18, 3 * 10**18))
+os.rename(at("hard"), at("pkg/hard"))
+"""
+
+
+def test_special_files_links_and_owners_survive_both_paths(tmp_path: Path) -> None:
+    """Made in the shadow, shown by a run's overlayfs; made in a run, harvested into the shadow
+    and into the next run's upper: FIFOs, socket and device nodes, hard links, owners, atimes."""
+    from shadowkernel.overlay.shadow import Shadow
+
+    source = tmp_path / "src"
+    (source / "pkg").mkdir(parents=True)
+    (source / "README.md").write_text("# readme\n")
+    (source / "pkg/mod.py").write_text("x = 1\n")
+    (source / "pkg/plain.txt").write_text("plain\n")
+    with Shadow(source) as shadow:
+        mnt = Path(shadow.mountpoint)
+        os.mkfifo(mnt / "fifo", 0o640)
+        os.mknod(mnt / "sock", stat.S_IFSOCK | 0o755)
+        os.mknod(mnt / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        os.link(mnt / "README.md", mnt / "hard")
+        (mnt / "made").write_text("made in the shadow\n")
+        os.link(mnt / "made", mnt / "made2")
+        os.chown(mnt / "made", 65534, 65534)
+        os.utime(mnt / "made", ns=(2 * 10**18, 10**18))
+        manifest = shadow.collect()
+        shadow.activate(manifest)
+        fuse_view = dump(str(mnt), dir_times=False, full=True)
+        assert fuse_view["made2"][5:] == [65534, 65534, 2, 2 * 10**18, "made"]
+
+        upper = tmp_path / "layer" / "upper"
+        upper.mkdir(parents=True)
+        write_upper(manifest, str(source), str(upper))
+        prefix = in_overlay(source, upper, True)
+        assert dump(str(source), dir_times=False, full=True, prefix=prefix) == fuse_view
+        assert read_upper(str(upper), str(source), manifest, shadow.store) == {}  # read only
+
+        subprocess.run([*prefix, sys.executable, "-c", RUN_MAKES, str(source)], check=True)
+        after_run = dump(str(source), dir_times=False, full=True, prefix=prefix)
+        assert after_run["pkg/mod2"][5:] == [1, 2, 2, 0, "pkg/mod.py"]
+        assert after_run["pkg/plain.txt"][5:] == [0, 0, 2, 0, "plain2"]  # plain2 is listed first
+        harvested = patched(manifest, read_upper(str(upper), str(source), manifest, shadow.store))
+        shadow.activate(harvested)
+        assert dump(str(mnt), dir_times=False, full=True) == after_run
+
+        again = tmp_path / "again" / "upper"
+        again.mkdir(parents=True)
+        write_upper(harvested, str(source), str(again))
+        next_run = in_overlay(source, again, True)
+        assert dump(str(source), dir_times=False, full=True, prefix=next_run) == after_run

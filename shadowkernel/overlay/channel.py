@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..paths import RelPath
-from .store import Blob, File, Override
+from .store import Blob, File, Override, with_blob
 
 HEADER = struct.Struct("!Q")
 
@@ -65,9 +65,8 @@ def stubbed(
     for path, override in manifest.items():
         if isinstance(override, File) and override.blob is not None:
             blob = override.blob
-            if blob.id in known:  # a stub: File() directly, replace() costs microseconds each
-                override = File(Blob(blob.id, blob.size), override.origin, override.mode,
-                                override.mtime_ns)  # fmt: skip
+            if blob.id in known:  # a stub
+                override = with_blob(override, Blob(blob.id, blob.size))
             else:
                 known.add(blob.id)
         out[path] = override
@@ -83,7 +82,7 @@ def resolved(
         if isinstance(override, File) and override.blob is not None:
             blob = override.blob
             if is_stub(blob):
-                override = File(cache[blob.id], override.origin, override.mode, override.mtime_ns)
+                override = with_blob(override, cache[blob.id])
             else:
                 cache[blob.id] = blob
         out[path] = override

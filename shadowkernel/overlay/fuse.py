@@ -5,12 +5,18 @@ Anything else would take the whole mount down ("Transport endpoint is not connec
 so an unexpected exception is logged and answered with EIO instead.
 
 File handles are inode numbers. With the patched pyfuse3 (`NO_OPEN_SUPPORT`, built by
-.ci/setup) `open` and `opendir` answer ENOSYS: the kernel then opens files and directories
-without asking us, keeps their pages and listings cached (FOPEN_KEEP_CACHE, FOPEN_CACHE_DIR)
-and sends fh 0, for which the patch passes the inode. A warm read then costs no round trip
-(about 150 us each here): measured full-tree read 15x -> 1.2x native, find 30x -> 0.9x.
-Truncation by O_TRUNC then arrives as a setattr (atomic O_TRUNC is turned off, since no
-open reaches us). Stock pyfuse3 works too, one open and one release per file slower.
+`shadowkernel setup-fuse`, see fastpath.py) `open` and `opendir` answer ENOSYS: the kernel
+then opens files and directories without asking us, keeps their pages and listings cached
+(FOPEN_KEEP_CACHE, FOPEN_CACHE_DIR) and sends fh 0, for which the patch passes the inode. A
+warm read then costs no round trip (about 150 us each here): measured full-tree read 15x ->
+1.2x native, find 30x -> 0.9x. Truncation by O_TRUNC then arrives as a setattr (atomic
+O_TRUNC is turned off, since no open reaches us). Stock pyfuse3 works too, one open and one
+release per file slower.
+
+Permission checks are the kernel's (`default_permissions`): chown, chmod, utimensat and
+every access arrive here only when allowed, and entries a process makes belong to its
+uid and gid (`ctx`). The mount stays nosuid and nodev (libfuse's defaults): device nodes
+can be made and listed, not opened.
 """
 
 from __future__ import annotations
@@ -84,6 +90,11 @@ def _name(raw: bytes) -> str:
     return os.fsdecode(raw)
 
 
+def _caller(ctx: Any) -> tuple[int, int] | None:
+    """(uid, gid) of the process that asks, which owns what it makes."""
+    return None if ctx is None else (ctx.uid, ctx.gid)
+
+
 class ShadowOperations(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -116,17 +127,15 @@ class ShadowOperations(pyfuse3.Operations):
     async def setattr(self, inode: int, attr: pyfuse3.EntryAttributes,
                       fields: pyfuse3.SetattrFields, fh: int | None,
                       ctx: Any) -> pyfuse3.EntryAttributes:  # fmt: skip
-        if fields.update_uid or fields.update_gid:
-            current = self.tree.getattr(inode)
-            if (fields.update_uid and attr.st_uid != current.uid) or (
-                fields.update_gid and attr.st_gid != current.gid
-            ):
-                raise pyfuse3.FUSEError(errno.EPERM)  # ownership is not part of an override
+        # default_permissions: the kernel checked that the caller may change these.
         st = self.tree.setattr(
             inode,
             size=attr.st_size if fields.update_size else None,
             mode=attr.st_mode if fields.update_mode else None,
             mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
+            atime_ns=attr.st_atime_ns if fields.update_atime else None,
+            uid=attr.st_uid if fields.update_uid else None,
+            gid=attr.st_gid if fields.update_gid else None,
         )
         return _entry(inode, st)
 
@@ -144,7 +153,7 @@ class ShadowOperations(pyfuse3.Operations):
         for offset, name, ino, st in self.tree.readdir(fh, start_id):
             if not pyfuse3.readdir_reply(token, os.fsencode(name), _entry(ino, st), offset):
                 return
-            self.tree.lookups[ino] += 1
+            self.tree.counted(ino)
 
     async def releasedir(self, fh: int) -> None:
         return None
@@ -153,7 +162,7 @@ class ShadowOperations(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        return _entry(*self.tree.mkdir(parent_inode, _name(name), mode))
+        return _entry(*self.tree.mkdir(parent_inode, _name(name), mode, _caller(ctx)))
 
     @_errors_as_fuse
     async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
@@ -167,7 +176,7 @@ class ShadowOperations(pyfuse3.Operations):
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        return _entry(*self.tree.symlink(parent_inode, _name(name), target))
+        return _entry(*self.tree.symlink(parent_inode, _name(name), target, _caller(ctx)))
 
     @_errors_as_fuse
     async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int,
@@ -176,16 +185,18 @@ class ShadowOperations(pyfuse3.Operations):
             parent_inode_old, _name(name_old), parent_inode_new, _name(name_new), flags
         )
 
+    @_errors_as_fuse
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        # Hard links would need shared nodes across versions; tools fall back to copying on EPERM.
-        raise pyfuse3.FUSEError(errno.EPERM)
+        return _entry(*self.tree.link(inode, new_parent_inode, _name(new_name)))
 
+    @_errors_as_fuse
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any
     ) -> pyfuse3.EntryAttributes:
-        raise pyfuse3.FUSEError(errno.EPERM)  # device nodes and fifos have no place in a shadow
+        # The kernel checked CAP_MKNOD for device nodes; FIFOs and sockets anyone may make.
+        return _entry(*self.tree.mknod(parent_inode, _name(name), mode, rdev, _caller(ctx)))
 
     @_errors_as_fuse
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
@@ -198,7 +209,7 @@ class ShadowOperations(pyfuse3.Operations):
     @_errors_as_fuse
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int,
                      ctx: Any) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:  # fmt: skip
-        ino, st = self.tree.create(parent_inode, _name(name), mode)
+        ino, st = self.tree.create(parent_inode, _name(name), mode, _caller(ctx))
         return pyfuse3.FileInfo(fh=ino), _entry(ino, st)
 
     @_errors_as_fuse

@@ -21,16 +21,18 @@ from typing import Any
 
 from ..errors import OverlayError, PathError
 from ..paths import RelPath, is_within
-from . import channel, mounts
+from . import channel, fastpath, mounts
 from .store import (
     DEFAULT_MEMORY_BUDGET,
     EMPTY,
+    Blob,
     BlobStore,
     File,
     Manifest,
     Override,
     delta,
     freeze,
+    with_blob,
 )
 
 START_TIMEOUT = 30.0
@@ -107,6 +109,9 @@ class Shadow:
         finally:
             parent_end.settimeout(None)
         assert hello[0] == "ready", hello
+        self.fuse_path: str = hello[2]  # "fast", or why not (see server._path)
+        if self.fuse_path == fastpath.STOCK:
+            fastpath.warn_slow()
         self._shown: Manifest = EMPTY  # what the overlay shows: switches send the difference
         if self.manifest:
             self._show(self.manifest)
@@ -189,7 +194,8 @@ class Shadow:
         """
         with self._lock:
             delta = self._call("collect")
-        return {path: self._adopt(o) for path, o in delta.items()}
+        adopted: dict[str, Blob] = {}  # the names of one inode share one blob
+        return {path: self._adopt(o, adopted) for path, o in delta.items()}
 
     def statistics(self) -> dict[str, Any]:
         with self._lock:
@@ -197,16 +203,17 @@ class Shadow:
         stats["pid"] = self.pid
         return stats
 
-    def _adopt(self, override: Override | None) -> Override | None:
+    def _adopt(self, override: Override | None, adopted: dict[str, Blob]) -> Override | None:
         if not isinstance(override, File) or override.blob is None:
             return override
         blob = override.blob
-        if blob.data is not None:
-            mine = self.store.make(blob.data)
-        else:
-            assert blob.spill is not None
-            mine = self.store.adopt(blob.spill, blob.size)
-        return File(blob=mine, origin=None, mode=override.mode, mtime_ns=override.mtime_ns)
+        if blob.id not in adopted:
+            if blob.data is not None:
+                adopted[blob.id] = self.store.make(blob.data)
+            else:
+                assert blob.spill is not None
+                adopted[blob.id] = self.store.adopt(blob.spill, blob.size)
+        return with_blob(override, adopted[blob.id])
 
     def _call(self, verb: str, *args: Any) -> Any:
         if self._sock is None or not self.alive:

@@ -7,7 +7,11 @@ A *manifest* maps workspace-relative paths to overrides:
 - `Dir`: a directory created or renamed; `origin` names the lower directory whose
   untouched children still show through it (None: an opaque, new directory);
 - `Symlink`: a link with its raw target;
+- `Special`: a FIFO, a unix socket's node or a device node;
 - `Whiteout`: the lower entry is deleted.
+
+Each but a whiteout may record its owner and its access and change times (`Meta`); files,
+links and special files may share one inode with other paths of the manifest (`link`).
 
 A path without an override shows the lower entry found through its parent's source.
 Everything here is pure; the only I/O is reading a spilled blob's file.
@@ -26,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ..paths import RelPath
+from ..paths import RelPath, is_within
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
@@ -119,8 +123,37 @@ def _new_id() -> str:
     return f"{os.getpid()}-{next(_blob_ids)}"
 
 
+def new_link() -> str:
+    """A hard-link group id, unique across processes (like a blob's id)."""
+    return "link-" + _new_id()
+
+
+def with_blob(override: File, blob: Blob) -> File:
+    """`override` with other content; direct, as `replace()` costs microseconds each."""
+    o = override
+    return File(blob, o.origin, o.mode, o.mtime_ns, uid=o.uid, gid=o.gid, atime_ns=o.atime_ns,
+                ctime_ns=o.ctime_ns, link=o.link)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class Meta:
+    """What every entry but a whiteout records beside its content (keyword-only, last)."""
+
+    uid: int | None = None  # None: the owner of the user's folder, as before owners existed
+    gid: int | None = None
+    atime_ns: int | None = None  # None: the same as mtime_ns
+    ctime_ns: int | None = None  # None: the same as mtime_ns
+
+
+@dataclass(frozen=True, kw_only=True)
+class Linkable(Meta):
+    # The paths of a manifest with the same `link` are one inode (hard links): they hold
+    # equal overrides, and their count is the inode's link count. None: not linked.
+    link: str | None = None
+
+
 @dataclass(frozen=True)
-class File:
+class File(Linkable):
     blob: Blob | None = None
     origin: RelPath | None = None  # lower file supplying the bytes when blob is None
     mode: int = 0o644
@@ -128,15 +161,24 @@ class File:
 
 
 @dataclass(frozen=True)
-class Dir:
+class Dir(Meta):
     origin: RelPath | None = None  # lower directory whose children show through
     mode: int = 0o755
     mtime_ns: int = 0
 
 
 @dataclass(frozen=True)
-class Symlink:
+class Symlink(Linkable):
     target: bytes
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Special(Linkable):
+    """A FIFO, a unix socket's node, or a device node; `mode` includes the file type."""
+
+    mode: int
+    rdev: int = 0
     mtime_ns: int = 0
 
 
@@ -148,7 +190,7 @@ class Whiteout:
 
 WHITEOUT = Whiteout()
 
-Override = File | Dir | Symlink | Whiteout
+Override = File | Dir | Symlink | Special | Whiteout
 Manifest = Mapping[RelPath, Override]
 EMPTY: Manifest = MappingProxyType({})
 
@@ -211,3 +253,10 @@ def lower_source(entries: Mapping[RelPath, Override], path: RelPath) -> RelPath 
             return None if origin is None else RelPath(origin + path[len(probe) :])
         probe = RelPath(probe[: max(probe.rfind("/"), 0)])
     return path
+
+
+def paths_below(keys: Mapping[RelPath, object], path: RelPath, is_dir: bool) -> list[RelPath]:
+    """`path` and, for a directory, every key below it (a scan only directories pay)."""
+    if not is_dir:
+        return [path] if path in keys else []
+    return [p for p in keys if is_within(p, path)]

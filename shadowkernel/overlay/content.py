@@ -1,0 +1,53 @@
+"""File content as the tree reads it: a live `Buffer`, an immutable `Blob`, or a lower file.
+
+A spilled blob in use is read through an fd kept open from its activation on, so its
+file can go away under us (the kernel's blob cache evicts by unlinking). A lower file is
+opened per read: reads reach the overlay only past the kernel's page cache, and a fresh
+open follows an editor that replaced the user's file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from ..paths import RelPath
+from .buffer import Buffer
+from .lower import Lower
+from .store import Blob, File, Override
+
+
+class Contents:
+    def __init__(self, lower: Lower) -> None:
+        self.lower = lower
+        self._spill_fds: dict[str, int] = {}
+
+    def keep_open(self, overrides: Iterable[Override]) -> None:
+        """Hold an fd on every spilled blob among `overrides`."""
+        for override in overrides:
+            blob = override.blob if isinstance(override, File) else None
+            if blob is not None and blob.spill and blob.spill not in self._spill_fds:
+                self._spill_fds[blob.spill] = os.open(blob.spill, os.O_RDONLY | os.O_CLOEXEC)
+
+    def read(self, blob: Blob | Buffer | None, source: RelPath | None, offset: int,
+             size: int) -> bytes:  # fmt: skip
+        """`size` bytes at `offset` of `blob`, or of the lower file `source` without one."""
+        if isinstance(blob, Buffer):
+            return blob.read(offset, size)
+        if blob is not None:
+            return self._read_blob(blob, offset, size)
+        assert source is not None
+        return self.lower.pread(source, size, offset)
+
+    def whole(self, override: File) -> bytes:
+        """All of a file override's bytes (to copy them up into a buffer)."""
+        if override.blob is not None:
+            return self.read(override.blob, None, 0, override.blob.size)
+        assert override.origin is not None
+        return self.lower.read(override.origin)
+
+    def _read_blob(self, blob: Blob, offset: int, size: int) -> bytes:
+        if blob.data is not None:
+            return blob.data[offset : offset + size]
+        fd = self._spill_fds.get(blob.spill)  # type: ignore[arg-type]
+        return os.pread(fd, size, offset) if fd is not None else blob.read(offset, size)

@@ -1,0 +1,68 @@
+"""What both directions of the upper translation share: overlayfs's xattrs, the mount
+options, and where an entry without an override of its own shows from."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Mapping
+
+from ...paths import ROOT, RelPath, join, name, parent
+from ..lower import Lower
+from ..store import Dir, Override, lower_source
+
+XATTR = "trusted.overlay."
+OPAQUE, REDIRECT, METACOPY = XATTR + "opaque", XATTR + "redirect", XATTR + "metacopy"
+
+
+def mount_options(lower: str, upper: str, work: str, redirects: bool = True) -> str:
+    """The `-o` string for `mount -t overlay` of an upper written with `redirects`."""
+    for path in (lower, upper, work):
+        if any(c in path for c in ",:\\"):
+            raise ValueError(f"path {path!r} holds ',', ':' or '\\', which overlayfs cannot take")
+    extra = ",redirect_dir=on,metacopy=on" if redirects else ",redirect_dir=off,metacopy=off"
+    return f"lowerdir={lower},upperdir={upper},workdir={work}{extra}"
+
+
+# -- resolution shared by both directions ------------------------------------------------------
+
+
+def natural(entries: Mapping[RelPath, Override], path: RelPath) -> RelPath | None:
+    """The lower path `path` shows when it has no override of its own."""
+    above = lower_source(entries, parent(path))
+    return None if above is None else join(above, name(path))
+
+
+def reachable(entries: Mapping[RelPath, Override], lower: Lower, path: RelPath) -> bool:
+    """Whether every ancestor of `path` is a directory in the view (else the entry is hidden)."""
+    up = parent(path)
+    while up != ROOT:
+        override = entries.get(up)
+        if override is not None:
+            if not isinstance(override, Dir):
+                return False
+        elif not is_lower_dir(lower, lower_source(entries, up)):
+            return False
+        up = parent(up)
+    return True
+
+
+def is_lower_dir(lower: Lower, source: RelPath | None) -> bool:
+    st = lower.lstat(source) if source is not None else None
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def by_depth(paths: Iterator[RelPath] | list[RelPath]) -> list[RelPath]:
+    return sorted(paths, key=lambda p: (p.count("/"), p))
+
+
+def xattr(path: bytes, key: str) -> bytes | None:
+    try:
+        return os.getxattr(path, key, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def read_bytes(path: bytes) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
