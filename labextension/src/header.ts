@@ -17,6 +17,9 @@ export class Header {
     this.title = html('span', 'sk-Timeline-title', this.bar);
     this.badge = html('span', 'sk-Timeline-badge', this.bar, 'simulated');
     this.badge.title = 'These events come from a simulation, not from real language servers';
+    this.status = html('span', 'sk-Timeline-status', this.bar);
+    this.status.setAttribute('role', 'status');
+    this.status.hidden = true;
     this.toolbar = html('div', 'sk-Timeline-toolbar', this.bar);
     this.toolbar.setAttribute('role', 'toolbar');
     this.toolbar.setAttribute('aria-label', 'Timeline zoom');
@@ -36,6 +39,14 @@ export class Header {
     this.summary.replaceChildren(...lines(summaryLines(timeline.summary)));
   }
 
+  /** How a live timeline stands ("live", "kernel restarted: showing the last state"),
+   * or null for a timeline that was never live. */
+  setStatus(text: string | null, live = false): void {
+    this.status.hidden = text === null;
+    this.status.textContent = text ?? '';
+    this.status.classList.toggle('sk-mod-live', live);
+  }
+
   /** Zoom out and Fit only make sense while zoomed or panned. */
   setZoomed(zoomed: boolean): void {
     this.zoomOut.disabled = !zoomed;
@@ -53,6 +64,7 @@ export class Header {
 
   private readonly title: HTMLElement;
   private readonly badge: HTMLElement;
+  private readonly status: HTMLElement;
   private readonly toolbar: HTMLElement;
   private readonly summary: HTMLElement;
   private readonly zoomOut: HTMLButtonElement;

@@ -32,6 +32,10 @@ export interface TimelineEvent {
   readonly finished: number;
   readonly ok: boolean;
   readonly outcome: string;
+  /** The answer's summary, when the kernel recorded one (lints; runs). */
+  readonly lints?: number;
+  readonly new_lints?: number;
+  readonly exit_code?: number;
 }
 
 export interface BranchSummary {
@@ -121,8 +125,20 @@ export function parseEvent(raw: unknown, index: number): TimelineEvent {
     switch: Math.min(Math.max(0, num('switch', 0)), finished - started),
     finished,
     ok: field(where, raw, 'ok', isBoolean, 'true or false', true),
-    outcome: field(where, raw, 'outcome', isString, 'a string', '')
+    outcome: field(where, raw, 'outcome', isString, 'a string', ''),
+    ...answerCounts(where, raw)
   };
+}
+
+/** The optional answer counts: absent or null means the request kind has none. */
+function answerCounts(where: string, raw: Fields): Partial<Record<'lints' | 'new_lints' | 'exit_code', number>> {
+  const counts: Partial<Record<'lints' | 'new_lints' | 'exit_code', number>> = {};
+  for (const name of ['lints', 'new_lints', 'exit_code'] as const) {
+    if (raw[name] !== undefined && raw[name] !== null) {
+      counts[name] = field(where, raw, name, isFiniteNumber, 'a number or null');
+    }
+  }
+  return counts;
 }
 
 /** Read the MIME bundle's data, or throw a TimelineDataError that names the problem. */
@@ -460,4 +476,24 @@ export function plural(n: number, one: string, many = `${one}s`): string {
 /** Keep long branch names inside the label column. */
 export function truncateLabel(label: string, maxChars: number): string {
   return label.length <= maxChars ? label : `${label.slice(0, Math.max(1, maxChars - 1))}…`;
+}
+
+/** The request panel's rows: what a bar's request was, how long each part took, what it
+ * answered. */
+export function requestRows(e: TimelineEvent): [string, string][] {
+  const answer = [
+    e.lints !== undefined ? plural(e.lints, 'lint') : '',
+    e.new_lints !== undefined ? `${e.new_lints} new` : '',
+    e.exit_code !== undefined ? `exit code ${e.exit_code}` : ''
+  ].filter(Boolean);
+  return [
+    ['branch', e.branch],
+    ['version', String(e.version)],
+    ['kind', e.op === e.kind ? e.kind : `${e.op} (${e.kind})`],
+    ['shadow', String(e.lane)],
+    ['queue wait', formatMs(e.started - e.queued)],
+    ['switch', formatMs(e.switch)],
+    ['serve', formatMs(e.finished - e.started - e.switch)],
+    ['answer', [e.ok ? '' : 'failed', answer.join(', ') || e.outcome || 'none'].filter(Boolean).join(': ')]
+  ];
 }

@@ -1,7 +1,11 @@
 /**
- * The timeline view: holds what is shown (the timeline, its rows, the zoom window) and
- * composes the parts that show it: header.ts (title, toolbar, legend, summary),
- * chart.ts (the SVG), tooltip.ts and input.ts (zoom, pan, hover, focus, keys).
+ * The timeline view: holds what is shown (the timeline, its rows, the zoom window, the
+ * replay moment) and composes the parts that show it: header.ts (title, status, toolbar,
+ * legend, summary), player.ts (replay), chart.ts (the SVG), tooltip.ts, request.ts (the
+ * request panel) and input.ts (zoom, pan, hover, focus, keys).
+ *
+ * Rows and the time bounds always come from the whole timeline, so replaying it or
+ * scrubbing through it keeps every bar where it ends up.
  */
 import {
   assignRows,
@@ -12,6 +16,7 @@ import {
   Rows,
   showsAll,
   Timeline,
+  TimelineEvent,
   View,
   xToTime,
   zoomView
@@ -20,6 +25,9 @@ import { Chart, LABEL_WIDTH, RIGHT_PAD } from './chart';
 import { html } from './dom';
 import { Header } from './header';
 import { Input, InputTarget, ZOOM_IN, ZOOM_OUT } from './input';
+import { Player } from './player';
+import { eventsAt, replaySpan } from './replay';
+import { DiffSource, RequestPanel } from './request';
 import { Tooltip } from './tooltip';
 
 /** Width used before the widget is attached and can measure itself. */
@@ -39,11 +47,13 @@ export class TimelineView {
       zoomOut: () => this.zoomBy(ZOOM_OUT),
       fit: () => this.setView(null)
     });
+    this.player = new Player(this.node, t => this.replayTo(t));
     this.plot = html('div', 'sk-Timeline-plot', this.node);
     this.plot.tabIndex = 0;
     this.plot.setAttribute('role', 'figure');
     this.chart = new Chart(this.plot, id);
     this.tooltip = new Tooltip(this.node, `${id}-tooltip`);
+    this.request = new RequestPanel(this.node);
     this.error = html('div', 'sk-Timeline-error', this.node);
     this.error.setAttribute('role', 'alert');
     this.error.hidden = true;
@@ -65,6 +75,12 @@ export class TimelineView {
     this.error.hidden = true;
     this.node.classList.remove('sk-mod-empty');
     this.header.show(timeline);
+    this.player.setSpan(replaySpan(timeline.events));
+    const open = this.request.shown;
+    const reopened = open && timeline.events.find(e => e.id === open.id);
+    if (reopened && reopened !== open) {
+      this.request.show(reopened, this.diffSource);
+    }
     this.plot.setAttribute(
       'aria-label',
       `${timeline.title}: ${plural(this.rows.branches.length, 'branch', 'branches')}, ` +
@@ -72,6 +88,14 @@ export class TimelineView {
     );
     this.render();
   }
+
+  /** Say how a live timeline stands (null: it was never live). */
+  setStatus(text: string | null, live = false): void {
+    this.header.setStatus(text, live);
+  }
+
+  /** Where the request panel gets a version's diff (null: no live kernel). */
+  diffSource: DiffSource = null;
 
   /** Replace the chart by a message; used when the bundle does not match the contract. */
   showError(message: string): void {
@@ -82,6 +106,7 @@ export class TimelineView {
   dispose(): void {
     this.resizeObserver.disconnect();
     this.input.dispose();
+    this.player.dispose();
   }
 
   private get currentView(): View {
@@ -97,9 +122,27 @@ export class TimelineView {
     if (!this.timeline) {
       return;
     }
-    this.chart.draw(this.timeline.events, this.rows, this.currentView, this.plotWidth);
+    this.chart.draw(this.shownEvents, this.rows, this.currentView, this.plotWidth);
     this.header.setZoomed(this.window !== null);
     this.refreshTooltip();
+  }
+
+  /** The events drawn: all of them, or those of the replay moment. */
+  private get shownEvents(): readonly TimelineEvent[] {
+    const events = this.timeline?.events ?? [];
+    return this.replayAt === null ? events : eventsAt(events, this.replayAt);
+  }
+
+  private replayTo(t: number | null): void {
+    this.replayAt = t;
+    this.render();
+  }
+
+  private openRequest(id: number): void {
+    const event = this.timeline?.events.find(e => e.id === id);
+    if (event) {
+      this.request.show(event, this.diffSource);
+    }
   }
 
   private refreshTooltip(): void {
@@ -107,7 +150,7 @@ export class TimelineView {
     if (id === null) {
       return;
     }
-    const events = this.timeline?.events ?? [];
+    const events = this.shownEvents;
     const showLane = new Set(events.map(e => e.lane)).size > 1;
     this.tooltip.refresh(
       events.find(e => e.id === id),
@@ -182,7 +225,7 @@ export class TimelineView {
         this.tooltip.hide();
         return shown;
       },
-      openRequest: () => undefined
+      openRequest: id => this.openRequest(id)
     };
   }
 
@@ -198,6 +241,8 @@ export class TimelineView {
   private readonly plot: HTMLDivElement;
   private readonly chart: Chart;
   private readonly tooltip: Tooltip;
+  private readonly request: RequestPanel;
+  private readonly player: Player;
   private readonly error: HTMLDivElement;
   private readonly input: Input;
   private readonly resizeObserver: ResizeObserver;
@@ -207,4 +252,6 @@ export class TimelineView {
   /** The zoomed or panned window, or null to show (and follow) the whole timeline. */
   private window: View | null = null;
   private measuredWidth = 0;
+  /** The replay moment shown, or null for the whole timeline. */
+  private replayAt: number | null = null;
 }
