@@ -4,6 +4,11 @@
  *
  * Bars are kept in a map by event id and updated in place, so a live update or a zoom
  * step keeps the focused and hovered bar where they are.
+ *
+ * Scale: with hundreds of rows the plot scrolls, and a draw moves only the bars of the rows
+ * in sight (plus a margin); the others stay in the DOM (every bar is still listed and
+ * focusable) with their last geometry, marked stale and moved when scrolled into sight.
+ * Accessible names are recomputed only when a bar's event changed.
  */
 import {
   ariaLabel,
@@ -29,6 +34,14 @@ export const RIGHT_PAD = 16;
 const AXIS_HEIGHT = 22;
 const TRACK_HEIGHT = 26;
 const BAR_HEIGHT = 14;
+/** Rows this far (px) above or below the scrolled view are drawn too, for smooth scrolling. */
+const SIGHT_MARGIN = 200;
+
+/** The vertical pixel range of the chart in sight. */
+export interface Sight {
+  readonly top: number;
+  readonly bottom: number;
+}
 
 export class Chart {
   constructor(private readonly plot: HTMLElement, private readonly id: string) {
@@ -64,8 +77,10 @@ export class Chart {
     return this.bars.get(id);
   }
 
-  /** Draw `events` in the time window `view` on a plot area `width` pixels wide. */
-  draw(events: readonly TimelineEvent[], rows: Rows, view: View, width: number): void {
+  /** Draw `events` in the time window `view` on a plot area `width` pixels wide; bars
+   * outside the vertical pixel range `sight` (of the scrolled plot) may stay stale. */
+  draw(events: readonly TimelineEvent[], rows: Rows, view: View, width: number, sight?: Sight): void {
+    this.sight = sight ?? { top: -Infinity, bottom: Infinity };
     const height = AXIS_HEIGHT + Math.max(1, rows.totalTracks) * TRACK_HEIGHT + 4;
     setAttrs(this.svg, { width: LABEL_WIDTH + width + RIGHT_PAD, height });
     setAttrs(this.clipRect, { x: -1, y: 0, width: width + 2, height });
@@ -158,8 +173,12 @@ export class Chart {
       if (!group) {
         continue;
       }
-      const el = this.bars.get(bar.event.id) ?? this.createBar(bar.event.id);
-      this.updateBar(el, bar, showLane);
+      const drawn = this.bars.get(bar.event.id);
+      const el = drawn ?? this.createBar(bar.event.id);
+      this.label(el, bar.event, showLane);
+      if (!drawn || this.inSight(bar.track)) {
+        this.updateBar(el, bar);
+      }
       const cursor = cursors.has(bar.event.branch) ? cursors.get(bar.event.branch)! : group.firstChild;
       if (el !== cursor) {
         group.insertBefore(el, cursor);
@@ -178,18 +197,33 @@ export class Chart {
     return el;
   }
 
-  private updateBar(el: SVGGElement, bar: BarGeometry, showLane: boolean): void {
-    const e = bar.event;
-    const top = AXIS_HEIGHT + bar.track * TRACK_HEIGHT + (TRACK_HEIGHT - BAR_HEIGHT) / 2;
-    const middle = top + BAR_HEIGHT / 2;
-    const waits = bar.startX - bar.queuedX > 1;
-    const [wait, queued, serve, switchPart] = Array.from(el.children);
+  private inSight(track: number): boolean {
+    const y = AXIS_HEIGHT + track * TRACK_HEIGHT;
+    return y + TRACK_HEIGHT >= this.sight.top - SIGHT_MARGIN && y <= this.sight.bottom + SIGHT_MARGIN;
+  }
+
+  /** Kind, branch and accessible name: only when the bar's event changed. */
+  private label(el: SVGGElement, e: TimelineEvent, showLane: boolean): void {
+    const key = showLane ? 'lane' : '';
+    const drawn = this.labelled.get(el);
+    if (drawn?.event === e && drawn.key === key) {
+      return;
+    }
+    this.labelled.set(el, { event: e, key });
     setAttrs(el, {
       'data-kind': e.kind,
       'data-branch': e.branch,
       'aria-label': ariaLabel(describeEvent(e, showLane))
     });
     el.classList.toggle('sk-mod-failed', !e.ok);
+  }
+
+  private updateBar(el: SVGGElement, bar: BarGeometry): void {
+    const e = bar.event;
+    const top = AXIS_HEIGHT + bar.track * TRACK_HEIGHT + (TRACK_HEIGHT - BAR_HEIGHT) / 2;
+    const middle = top + BAR_HEIGHT / 2;
+    const waits = bar.startX - bar.queuedX > 1;
+    const [wait, queued, serve, switchPart] = Array.from(el.children);
     const waitVisibility = waits ? 'visible' : 'hidden';
     setAttrs(wait!, { x1: bar.queuedX, x2: bar.startX, y1: middle, y2: middle, visibility: waitVisibility });
     setAttrs(queued!, { x1: bar.queuedX, x2: bar.queuedX, y1: middle - 4, y2: middle + 4, visibility: waitVisibility });
@@ -209,6 +243,8 @@ export class Chart {
   private readonly axis: SVGGElement;
   private readonly rowsLayer: SVGGElement;
   private readonly empty: SVGTextElement;
+  private sight: Sight = { top: -Infinity, bottom: Infinity };
+  private readonly labelled = new WeakMap<SVGGElement, { event: TimelineEvent; key: string }>();
   private drawnRows: Rows | null = null;
   private drawnWidth = 0;
   private readonly bars = new Map<number, SVGGElement>();

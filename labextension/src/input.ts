@@ -148,7 +148,9 @@ export class Input {
    * notebook shortcuts. */
   private readonly onKeyDown = (event: KeyboardEvent): void => {
     const t = this.target;
-    if (event.altKey || event.ctrlKey || event.metaKey || !t.hasTimeline) {
+    // Form controls (the replay scrubber) keep their own keys.
+    const inControl = (event.target as Element | null)?.closest?.('input, select, textarea');
+    if (event.altKey || event.ctrlKey || event.metaKey || !t.hasTimeline || inControl) {
       return;
     }
     const step = span(t.window) * PAN_STEP;

@@ -24,6 +24,8 @@ export class Player {
     this.scrubber.max = String(STEPS);
     this.scrubber.value = String(STEPS);
     this.scrubber.setAttribute('aria-label', 'Replay time');
+    // Its arrow keys are its own, not the notebook's (Lumino checks from the target up).
+    this.scrubber.setAttribute('data-lm-suppress-shortcuts', 'true');
     this.scrubber.addEventListener('input', () => {
       this.pause();
       this.moveTo(this.timeOf(Number(this.scrubber.value)));

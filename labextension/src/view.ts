@@ -58,6 +58,8 @@ export class TimelineView {
     this.error.setAttribute('role', 'alert');
     this.error.hidden = true;
     this.input = new Input(this.plot, this.node, this.inputTarget());
+    // Rows scrolled into sight get the geometry they missed while out of it.
+    this.plot.addEventListener('scroll', () => this.render(), { passive: true });
     this.resizeObserver = new ResizeObserver(() => this.onResize());
     this.resizeObserver.observe(this.plot);
   }
@@ -122,7 +124,8 @@ export class TimelineView {
     if (!this.timeline) {
       return;
     }
-    this.chart.draw(this.shownEvents, this.rows, this.currentView, this.plotWidth);
+    const sight = { top: this.plot.scrollTop, bottom: this.plot.scrollTop + (this.plot.clientHeight || 520) };
+    this.chart.draw(this.shownEvents, this.rows, this.currentView, this.plotWidth, sight);
     this.header.setZoomed(this.window !== null);
     this.refreshTooltip();
   }
