@@ -7,6 +7,11 @@
    same view grows, keeping the zoom the user chose.
 3. Live with the shadowkernel kernel (where FUSE is available): %timeline follows two agent
    threads that lint in turns.
+4. Live after the cell: `%timeline --no-follow` returns at once and its two outputs keep
+   growing through the kernel's comm, again after a page reload; a bar opens its request and
+   its version's diff (click, Enter); a kernel restart is said and the last state kept.
+5. Replay of a saved notebook without a kernel (scrub, play, pause), and 1,000 bars
+   (200 branches x 5) whose zoom and pan frame times are printed.
 
 Elements are found by their roles and labels, as a screen reader would. JupyterLab
 virtualises cells, so waits are for "attached", and no test sleeps.
@@ -283,22 +288,28 @@ def agent(branch, flags):
 )
 
 
-def test_shadowkernel_timeline_follows_agents(page: Page, lab: labtools.Lab) -> None:
-    """The real thing: the shadowkernel kernel's %timeline follows two agent threads that
-    lint in turns, and the view grows in place as their requests are served."""
+def run_on_shadowkernel(page: Page, lab: labtools.Lab, name: str, sources: tuple[str, ...]) -> None:
+    """Write a notebook of `sources` (with {project}: a fresh copy of the sample project) on
+    the shadowkernel kernel, open it and start running all its cells (not awaited: cells
+    may wait for the test)."""
     from kernel_helpers import copy_sample
     from overlay_helpers import HAS_FUSE
 
     if not HAS_FUSE:
         pytest.skip("the shadowkernel kernel needs /dev/fuse and fusermount3")
-    project = copy_sample(lab.root / "project")
-    cells = [nbformat.v4.new_code_cell(c.format(project=project)) for c in SHADOW_CELLS]
-    labtools.write_notebook(lab.root / "agents.ipynb", cells, kernel="shadowkernel")
-
-    open_notebook(page, lab, "agents.ipynb")
+    project = copy_sample(lab.root / f"{Path(name).stem}-project")
+    cells = [nbformat.v4.new_code_cell(c.format(project=project)) for c in sources]
+    labtools.write_notebook(lab.root / name, cells, kernel="shadowkernel")
+    open_notebook(page, lab, name)
     labtools.set_theme(page, "JupyterLab Light")
-    labtools.wait_for_idle_kernel(page)
+    labtools.wait_for_idle_kernel(page, 120_000)
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def test_shadowkernel_timeline_follows_agents(page: Page, lab: labtools.Lab) -> None:
+    """The real thing: the shadowkernel kernel's %timeline follows two agent threads that
+    lint in turns, and the view grows in place as their requests are served."""
+    run_on_shadowkernel(page, lab, "agents.ipynb", SHADOW_CELLS)
 
     figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline"))
     figure.wait_for(state="attached", timeout=120_000)
@@ -359,18 +370,7 @@ def test_timeline_stays_live_after_its_cell_and_a_reload(page: Page, lab: labtoo
     """Two agent threads, `%timeline` returns at once: both outputs of the workspace keep
     growing after every cell ran, and again after a page reload; a bar opens its request
     and its diff; a kernel restart is said, keeping the last state."""
-    from kernel_helpers import copy_sample
-    from overlay_helpers import HAS_FUSE
-
-    if not HAS_FUSE:
-        pytest.skip("the shadowkernel kernel needs /dev/fuse and fusermount3")
-    project = copy_sample(lab.root / "live-project")
-    cells = [nbformat.v4.new_code_cell(c.format(project=project)) for c in LIVE_AGENT_CELLS]
-    labtools.write_notebook(lab.root / "live-agents.ipynb", cells, kernel="shadowkernel")
-
-    open_notebook(page, lab, "live-agents.ipynb")
-    labtools.wait_for_idle_kernel(page, 120_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    run_on_shadowkernel(page, lab, "live-agents.ipynb", LIVE_AGENT_CELLS)
     expect(page.get_by_text("all cells ran", exact=True)).to_be_attached(timeout=120_000)
     labtools.wait_for_idle_kernel(page)  # every cell has finished: no cell follows the agents
 
@@ -428,14 +428,18 @@ def test_timeline_stays_live_after_its_cell_and_a_reload(page: Page, lab: labtoo
         expect(figure_bars(figure)).to_have_count(4)
 
 
+def open_saved_timeline(page: Page, lab: labtools.Lab, name: str, events: list[dict]) -> None:
+    """A saved notebook whose one output is a timeline of `events`, opened with no kernel."""
+    output = nbformat.v4.new_output("display_data", data=bundle(events))
+    cell = nbformat.v4.new_code_cell("ws.timeline()", outputs=[output])
+    labtools.write_notebook(lab.root / name, [cell], kernel="not-installed-here")
+    open_notebook(page, lab, name)
+    page.get_by_role("dialog").get_by_role("button", name="No Kernel", exact=True).click()
+
+
 def test_replay_a_saved_timeline_without_a_kernel(page: Page, lab: labtools.Lab) -> None:
     events = saved_events()
-    cell = nbformat.v4.new_code_cell(
-        "ws.timeline()", outputs=[nbformat.v4.new_output("display_data", data=bundle(events))]
-    )
-    labtools.write_notebook(lab.root / "replay.ipynb", [cell], kernel="not-installed-here")
-    open_notebook(page, lab, "replay.ipynb")
-    page.get_by_role("dialog").get_by_role("button", name="No Kernel", exact=True).click()
+    open_saved_timeline(page, lab, "replay.ipynb", events)
     figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline: 4 branches"))
     figure.wait_for(state="attached")
     expect(bars(page)).to_have_count(len(events))
@@ -489,12 +493,7 @@ def test_a_thousand_bars_zoom_and_pan(page: Page, lab: labtools.Lab) -> None:
 
     branches = tuple(f"agent-{i:03d}" for i in range(200))
     events = simulate(1000, branches)
-    cell = nbformat.v4.new_code_cell(
-        "ws.timeline()", outputs=[nbformat.v4.new_output("display_data", data=bundle(events))]
-    )
-    labtools.write_notebook(lab.root / "scale.ipynb", [cell], kernel="not-installed-here")
-    open_notebook(page, lab, "scale.ipynb")
-    page.get_by_role("dialog").get_by_role("button", name="No Kernel", exact=True).click()
+    open_saved_timeline(page, lab, "scale.ipynb", events)
     figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline: 200 branches, 1000"))
     figure.wait_for(state="attached")
     expect(branch_rows(page)).to_have_count(200)

@@ -47,3 +47,15 @@ export function setAttrs(el: Element, attrs: Record<string, string | number>): v
 export function lines(texts: readonly string[]): HTMLDivElement[] {
   return texts.map(text => html('div', '', undefined, text));
 }
+
+/** A toolbar button whose accessible name (and tooltip) is `label`. */
+export function button(parent: Element, text: string, label: string, action?: () => void): HTMLButtonElement {
+  const b = html('button', 'sk-Timeline-button', parent, text);
+  b.type = 'button';
+  b.title = label;
+  b.setAttribute('aria-label', label);
+  if (action) {
+    b.addEventListener('click', action);
+  }
+  return b;
+}

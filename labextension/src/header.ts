@@ -3,7 +3,7 @@
  * It owns no state: the view tells it what to show and it calls back on button clicks.
  */
 import { KINDS, summaryLines, Timeline } from './layout';
-import { html, lines, svg } from './dom';
+import { button, html, lines, svg } from './dom';
 
 export interface ZoomActions {
   zoomIn(): void;
@@ -23,9 +23,9 @@ export class Header {
     this.toolbar = html('div', 'sk-Timeline-toolbar', this.bar);
     this.toolbar.setAttribute('role', 'toolbar');
     this.toolbar.setAttribute('aria-label', 'Timeline zoom');
-    this.button('+', 'Zoom in (+)', actions.zoomIn);
-    this.zoomOut = this.button('−', 'Zoom out (-)', actions.zoomOut);
-    this.fit = this.button('Fit', 'Show the whole timeline (0)', actions.fit);
+    button(this.toolbar, '+', 'Zoom in (+)', actions.zoomIn);
+    this.zoomOut = button(this.toolbar, '−', 'Zoom out (-)', actions.zoomOut);
+    this.fit = button(this.toolbar, 'Fit', 'Show the whole timeline (0)', actions.fit);
     buildLegend(parent, hatchId);
     this.summary = html('div', 'sk-Timeline-summary', parent);
   }
@@ -51,15 +51,6 @@ export class Header {
   setZoomed(zoomed: boolean): void {
     this.zoomOut.disabled = !zoomed;
     this.fit.disabled = !zoomed;
-  }
-
-  private button(text: string, label: string, action: () => void): HTMLButtonElement {
-    const b = html('button', 'sk-Timeline-button', this.toolbar, text);
-    b.type = 'button';
-    b.title = label;
-    b.setAttribute('aria-label', label);
-    b.addEventListener('click', action);
-    return b;
   }
 
   private readonly title: HTMLElement;

@@ -3,7 +3,7 @@
  * there its version's diff against the branch's base, which only a live kernel can tell.
  */
 import { requestRows, TimelineEvent } from './layout';
-import { html } from './dom';
+import { button, html } from './dom';
 
 /** Asks the kernel for a version's diff; null when there is no live kernel. */
 export type DiffSource = ((branch: string, version: number) => Promise<string>) | null;
@@ -14,8 +14,8 @@ export class RequestPanel {
     this.node.hidden = true;
     const head = html('div', 'sk-Timeline-request-head', this.node);
     this.heading = html('span', 'sk-Timeline-request-title', head);
-    this.diffButton = this.button(head, 'Show diff', "Show the version's diff against the branch's base");
-    this.button(head, 'Close', 'Close the request').addEventListener('click', () => this.hide());
+    this.diffButton = button(head, 'Show diff', "Show the version's diff against the branch's base");
+    button(head, 'Close', 'Close the request', () => this.hide());
     this.rows = html('dl', 'sk-Timeline-request-rows', this.node);
     this.diff = html('pre', 'sk-Timeline-diff', this.node);
     this.diff.setAttribute('aria-label', 'Diff against the base');
@@ -60,13 +60,6 @@ export class RequestPanel {
     } catch (error) {
       this.diff.textContent = `no diff: ${(error as Error).message}`;
     }
-  }
-
-  private button(parent: HTMLElement, text: string, label: string): HTMLButtonElement {
-    const b = html('button', 'sk-Timeline-button', parent, text);
-    b.type = 'button';
-    b.setAttribute('aria-label', label);
-    return b;
   }
 
   private readonly node: HTMLElement;
