@@ -112,7 +112,7 @@ class Feed:
     def push(self) -> bool:
         """Send what is new to every subscriber; False once there is nobody to send to."""
         with self._lock:
-            if _closed(self.workspace):
+            if is_closed(self.workspace):
                 self._send_all({"type": "closed"})
                 return False
             events = events_of(self.workspace)
@@ -149,7 +149,8 @@ class Feed:
             time.sleep(self.interval)  # the push period, not a wait for a condition
 
 
-def _closed(ws: Workspace) -> bool:
+def is_closed(ws: Workspace) -> bool:
+    """`ws.closed` once the workspace package has it (the private flag until then)."""
     return bool(getattr(ws, "closed", ws._closed))
 
 
@@ -208,7 +209,7 @@ def _open(comm: Any, msg: dict[str, Any]) -> None:
 
 def status_text(ws: Workspace, session: Session | None = None) -> str:
     """One line: what is open, branches, queue, requests served, agents, the last request."""
-    if _closed(ws):
+    if is_closed(ws):
         return "shadow closed"
     stats = ws.statistics()
     events = ws.timeline().events
