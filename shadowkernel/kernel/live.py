@@ -30,6 +30,7 @@ from typing import Any
 
 from IPython.display import display
 
+from ..errors import NotFound
 from ..sched.timeline import MIME_TYPE, Event, Timeline
 from ..workspace import Workspace
 from .session import Session
@@ -154,19 +155,26 @@ def is_closed(ws: Workspace) -> bool:
     return bool(getattr(ws, "closed", ws._closed))
 
 
-def diff_reply(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
-    """The diff of a branch's version against its base, for the extension's request panel."""
+def version_diff(ws: Workspace, branch: str, version: int) -> str:
+    """A branch's version against the branch's base, as a unified diff (git style)."""
     from ..edits import render_diff
 
-    branch = ws.branches.get(str(request.get("branch")))
-    number = request.get("version")
-    version = next((v for v in branch.versions if v.number == number), None) if branch else None
-    if branch is None or version is None:
-        text = f"branch {request.get('branch')!r} has no version {number!r} any more"
-    else:
-        files, bases = version.files, branch.bases
-        text = "".join(render_diff(p, bases.get(p), files[p]) for p in sorted(files))
-    return {"type": "diff", "branch": request.get("branch"), "version": number, "diff": text}
+    found = ws.branches.get(branch)
+    match = next((v for v in found.versions if v.number == version), None) if found else None
+    if found is None or match is None:
+        raise NotFound(f"branch {branch!r} has no version {version!r} (any more)")
+    bases = found.bases
+    return "".join(render_diff(p, bases.get(p), match.files[p]) for p in sorted(match.files))
+
+
+def diff_reply(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
+    """The extension's request panel asks for a version's diff; the answer says why not."""
+    branch, version = str(request.get("branch")), request.get("version")
+    try:
+        text = version_diff(ws, branch, int(version))
+    except (NotFound, TypeError, ValueError) as error:
+        text = f"no diff: {error}"
+    return {"type": "diff", "branch": branch, "version": version, "diff": text}
 
 
 # -- the comm target ----------------------------------------------------------------------------
