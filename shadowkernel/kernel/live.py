@@ -171,8 +171,10 @@ def diff_reply(ws: Workspace, request: dict[str, Any]) -> dict[str, Any]:
     """The extension's request panel asks for a version's diff; the answer says why not."""
     branch, version = str(request.get("branch")), request.get("version")
     try:
-        text = version_diff(ws, branch, int(version))
-    except (NotFound, TypeError, ValueError) as error:
+        if not isinstance(version, int):
+            raise NotFound(f"version {version!r} is not a version number")
+        text = version_diff(ws, branch, version)
+    except NotFound as error:
         text = f"no diff: {error}"
     return {"type": "diff", "branch": branch, "version": version, "diff": text}
 
