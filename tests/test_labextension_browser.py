@@ -352,6 +352,7 @@ def agent(branch, flags):
     "%timeline --no-follow",
     "%timeline --no-follow",
     "print('all cells ran')",
+    "print('\\n'.join(f'line {{i}}' for i in range(300)))  # a long page to scroll away on",
 )
 
 
@@ -369,7 +370,7 @@ def save_notebook(page: Page) -> None:
 def test_timeline_stays_live_after_its_cell_and_a_reload(page: Page, lab: labtools.Lab) -> None:
     """Two agent threads, `%timeline` returns at once: both outputs of the workspace keep
     growing after every cell ran, and again after a page reload; a bar opens its request
-    and its diff; a kernel restart is said, keeping the last state."""
+    and its diff; a kernel restart and a shutdown are said, keeping the last state."""
     run_on_shadowkernel(page, lab, "live-agents.ipynb", LIVE_AGENT_CELLS)
     expect(page.get_by_text("all cells ran", exact=True)).to_be_attached(timeout=120_000)
     labtools.wait_for_idle_kernel(page)  # every cell has finished: no cell follows the agents
@@ -392,7 +393,20 @@ def test_timeline_stays_live_after_its_cell_and_a_reload(page: Page, lab: labtoo
     labtools.wait_for_idle_kernel(page)
     expect(statuses).to_have_count(2)  # re-subscribed to the same kernel
     expect(figure_bars(figures.first)).to_have_count(1)
+    # Scrolled away (the outputs may leave the DOM), the views keep following.
+    page.evaluate("""async () => {
+        window.skFigures = [...document.querySelectorAll('[role=figure]')];
+        const notebook = window.jupyterapp.shell.currentWidget.content;
+        await notebook.scrollToItem(notebook.widgets.length - 1, 'end');
+    }""")
+    page.wait_for_function(
+        "() => window.skFigures.every(f => !f.isConnected || f.getBoundingClientRect().bottom < 0)"
+    )
     (lab.root / "live-2").touch()
+    page.wait_for_function(
+        "() => window.skFigures.every(f => /, 2 requests\\./.test(f.getAttribute('aria-label')))"
+    )
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem(4, 'start')")
     expect(page.get_by_role("list", name="branch beta: 1 request")).to_have_count(2)
     (lab.root / "live-3").touch()
     for figure in (figures.first, figures.last):
@@ -426,6 +440,10 @@ def test_timeline_stays_live_after_its_cell_and_a_reload(page: Page, lab: labtoo
     expect(restarted).to_have_count(2)
     for figure in (figures.first, figures.last):
         expect(figure_bars(figure)).to_have_count(4)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    stopped = page.get_by_role("status").filter(has_text="kernel stopped: showing the last state")
+    expect(stopped).to_have_count(2)
+    expect(figure_bars(figures.first)).to_have_count(4)
 
 
 def open_saved_timeline(page: Page, lab: labtools.Lab, name: str, events: list[dict]) -> None:
