@@ -122,3 +122,12 @@ def test_an_unknown_feed_is_gone(k: Kernel) -> None:
     comm = Comm(k, {"feed": "from-a-kernel-that-restarted"})
     assert comm.wait("gone", lambda m: m["type"] == "gone")
     wait_for(lambda: comm.poll() is not None and comm.closed, 30, "the comm to close")
+
+
+def test_closing_the_shadow_is_said_on_the_feed(k: Kernel) -> None:
+    """Last in this module: it closes the module's shadow."""
+    feed = k.ok("%timeline --no-follow").data(MIME, kinds=("display_data",))[0]["live"]["feed"]
+    comm = Comm(k, {"feed": feed})
+    comm.wait("a snapshot", lambda m: m["type"] == "snapshot")
+    k.ok("%shadow close")
+    comm.wait("closed", lambda m: m["type"] == "closed")
