@@ -157,7 +157,10 @@ def is_closed(ws: Workspace) -> bool:
 
 def version_diff(ws: Workspace, branch: str, version: int) -> str:
     """A branch's version against the branch's base, as a unified diff (git style)."""
-    from ..edits import render_diff
+    try:  # the text core (text/patches.py) on main; edits.py on this branch's base
+        from ..text.patches import render_diff
+    except ImportError:
+        from ..edits import render_diff
 
     found = ws.branches.get(branch)
     match = next((v for v in found.versions if v.number == version), None) if found else None
