@@ -222,7 +222,7 @@ def _open(comm: Any, msg: dict[str, Any]) -> None:
 
 def status_text(ws: Workspace, session: Session | None = None) -> str:
     """One line: what is open, branches, queue, requests served, agents, the last request."""
-    if is_closed(ws):
+    if ws._closed:
         return "shadow closed"
     stats = ws.statistics()
     events = ws.timeline().events

@@ -53,7 +53,7 @@ class Panel(w.VBox):
 
     def refresh(self) -> None:
         ws = self.session.workspace
-        if ws is None or live.is_closed(ws):
+        if ws is None or ws._closed:
             self.status.value = "<i>shadow closed</i>"
             return
         names = sorted(ws.branches)
@@ -65,7 +65,7 @@ class Panel(w.VBox):
         while not self._stop.wait(live.INTERVAL):
             self.refresh()
             ws = self.session.workspace
-            if ws is None or live.is_closed(ws):
+            if ws is None or ws._closed:
                 return
 
     def close(self) -> None:
