@@ -1,19 +1,28 @@
-"""The JupyterLab extension without a browser: its TypeScript unit tests, and its packaging.
+"""The JupyterLab extension without a browser: its TypeScript unit tests, its packaging, and
+the lab `shadowkernel lab` starts.
 
-The unit tests (labextension/test/*.test.ts, node's built-in runner) cover the pure layout
-code: rows, scale, zoom and pan, ticks, tooltip and summary texts.
+The unit tests (labextension/test/*.test.ts, node's built-in runner) cover the pure code:
+rows, scale, zoom and pan, ticks, tooltip, summary and request texts, the live merge of feed
+messages and its resynchronisation, replay.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
+from browser.lab import _free_port
+from kernel_helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 LABEXTENSION = REPO / "labextension"
@@ -48,7 +57,7 @@ def test_built_extension_matches_the_source_version() -> None:
     source = json.loads((LABEXTENSION / "package.json").read_text())
     meta = json.loads(built.read_text())
     assert (meta["name"], meta["version"]) == (source["name"], source["version"])
-    assert meta["jupyterlab"]["mimeExtension"], "a MIME renderer extension"
+    assert meta["jupyterlab"]["extension"], "a plugin (it reaches each notebook's kernel)"
     assert (BUILT / "static" / "style.js").exists()
     assert (BUILT / "install.json").exists()
 
@@ -71,3 +80,42 @@ def test_wheel_installs_the_prebuilt_extension(tmp_path: Path) -> None:
     assert {"package.json", "install.json", "static/style.js"} <= set(shared), shared
     assert any(re.fullmatch(r"static/remoteEntry\.[0-9a-f]+\.js", n) for n in shared), shared
     assert not any("node_modules" in n for n in names)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_lab_command_starts_quiet_without_writing_the_users_config(tmp_path: Path) -> None:
+    """`shadowkernel lab` disables JupyterLab's announcements (the "get notified about
+    Jupyter news?" popup) through its own config folder, not the user's ~/.jupyter."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "JUPYTER_PLATFORM_DIRS": "1"}
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_CONFIG_PATH"):
+        env.pop(name, None)
+    log = tmp_path / "lab.log"
+    command = [str(Path(sys.executable).with_name("shadowkernel")), "lab",
+               f"--port={_free_port()}", f"--notebooks={tmp_path}"]  # fmt: skip
+    with log.open("w") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = wait_for(lambda: re.search(r"http://\S+/lab\?token=\w+", log.read_text()), 60,
+                       "the URL shadowkernel lab prints").group(0)  # fmt: skip
+        page = wait_for(lambda: _get(url), 60, "JupyterLab to answer")
+    finally:
+        process.send_signal(signal.SIGINT)  # as Ctrl-C: it stops its JupyterLab child too
+        process.wait(timeout=30)
+    data = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                     page, re.DOTALL)  # fmt: skip
+    assert data, page[:500]
+    config = json.loads(html.unescape(data.group(1)))
+    assert "@jupyterlab/apputils-extension:announcements" in config["disabledExtensions"]
+    assert config["news"] == {"disabled": True}
+    assert not (home / ".jupyter").exists(), "the user's own Jupyter config was written"
+
+
+def _get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.read().decode()
+    except OSError:
+        return None

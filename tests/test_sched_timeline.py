@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
-from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, percentile
+import pytest
+
+from shadowkernel.errors import NotFound
+from shadowkernel.run import RunResult
+from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, answer_summary, percentile
 
 
 def event(id: int, branch: str, queued: float, started: float, switch: float, finished: float,
@@ -35,7 +39,7 @@ def test_mime_bundle_matches_the_extension_schema() -> None:
     assert data["schema"] == 1 and data["title"] == "t" and data["simulated"] is False
     assert set(data["events"][0]) == {
         "id", "branch", "version", "op", "kind", "lane", "queued", "started", "switch",
-        "finished", "ok", "outcome", "client",
+        "finished", "ok", "outcome", "client", "lints", "new_lints", "exit_code",
     }  # fmt: skip
     assert set(data["summary"]) == {"events", "switches", "switch_time", "serve_time", "branches"}
     assert set(data["summary"]["branches"]["a"]) == {"requests", "mean_wait"}
@@ -54,3 +58,32 @@ def test_percentile_interpolates() -> None:
     assert percentile([], 0.5) == 0.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
     assert percentile([1.0, 2.0], 0.95) == 1.95
+
+
+def test_answer_summary_of_lints_and_runs() -> None:
+    assert answer_summary((["l1", "l2", "l3"], [True, False, None], 4)) == {
+        "lints": 3,
+        "new_lints": 1,
+    }
+    run = RunResult(("python", "x.py"), 2, "", "", False, False, 0.1, False, {}, "fuse", True,
+                    False)  # fmt: skip
+    assert answer_summary(run) == {"exit_code": 2}
+    assert answer_summary([]) == {}  # navigation answers have no summary
+
+
+def test_request_by_id_describes_it_and_reaches_the_diff() -> None:
+    lint = Event(7, "b", 3, "lint", "lint", 0, 0.0, 0.004, 0.001, 0.010, True, "2 lints (1 new)",
+                 lints=2, new_lints=1)  # fmt: skip
+    seen = []
+    timeline = Timeline([*EVENTS, lint], diff=lambda b, v: seen.append((b, v)) or "+x\n")
+    request = timeline.request(7)
+    assert str(request).splitlines() == [
+        "request 7: branch b, version 3, lint (lint) on shadow 0",
+        "waited 4.0 ms in the queue, switch 1.0 ms, served 5.0 ms",
+        "2 lints, 1 new",
+    ]
+    assert request.diff() == "+x\n" and seen == [("b", 3)]
+    with pytest.raises(NotFound, match=r"request\(99\): no request with that id .*ids: 0\.\.7"):
+        timeline.request(99)
+    with pytest.raises(NotFound, match="no workspace"):
+        Timeline(EVENTS).request(0).diff()

@@ -1,11 +1,13 @@
 /**
  * The timeline as plain data: reading the MIME bundle, rows, the time scale, zoom and
- * pan, axis ticks and every text the view shows (tooltip, summary). No DOM here, so
- * all of it is unit-tested under node (see ../test/layout.test.ts); view.ts only draws
- * what these functions return.
+ * pan, axis ticks; texts.ts (re-exported here) has every text the view shows (tooltip,
+ * summary, request). No DOM here, so all of it is unit-tested under node (see
+ * ../test/layout.test.ts); the view only draws what these functions return.
  *
  * Times are seconds since the workspace started, as the kernel emits them.
  */
+
+export * from './texts';
 
 export const MIME_TYPE = 'application/vnd.shadowkernel.timeline+json';
 
@@ -32,6 +34,10 @@ export interface TimelineEvent {
   readonly finished: number;
   readonly ok: boolean;
   readonly outcome: string;
+  /** The answer's summary, when the kernel recorded one (lints; runs). */
+  readonly lints?: number;
+  readonly new_lints?: number;
+  readonly exit_code?: number;
 }
 
 export interface BranchSummary {
@@ -121,8 +127,20 @@ export function parseEvent(raw: unknown, index: number): TimelineEvent {
     switch: Math.min(Math.max(0, num('switch', 0)), finished - started),
     finished,
     ok: field(where, raw, 'ok', isBoolean, 'true or false', true),
-    outcome: field(where, raw, 'outcome', isString, 'a string', '')
+    outcome: field(where, raw, 'outcome', isString, 'a string', ''),
+    ...answerCounts(where, raw)
   };
+}
+
+/** The optional answer counts: absent or null means the request kind has none. */
+function answerCounts(where: string, raw: Fields): Partial<Record<'lints' | 'new_lints' | 'exit_code', number>> {
+  const counts: Partial<Record<'lints' | 'new_lints' | 'exit_code', number>> = {};
+  for (const name of ['lints', 'new_lints', 'exit_code'] as const) {
+    if (raw[name] !== undefined && raw[name] !== null) {
+      counts[name] = field(where, raw, name, isFiniteNumber, 'a number or null');
+    }
+  }
+  return counts;
 }
 
 /** Read the MIME bundle's data, or throw a TimelineDataError that names the problem. */
@@ -397,67 +415,4 @@ export function formatTick(t: number, step: number, unit: 's' | 'ms'): string {
 
 function decimals(step: number): number {
   return Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
-}
-
-// ---------------------------------------------------------------------------------
-// Texts
-
-/** A duration in milliseconds with precision that suits its size. */
-export function formatMs(seconds: number): string {
-  const ms = seconds * 1000;
-  const digits = Math.abs(ms) < 10 ? 2 : Math.abs(ms) < 1000 ? 1 : 0;
-  return `${ms.toFixed(digits)} ms`;
-}
-
-/**
- * What the tooltip shows, one line each; joined, the same text is the bar's
- * aria-label, so keyboard and screen-reader users get what the pointer shows.
- */
-export function describeEvent(e: TimelineEvent, showLane = false): string[] {
-  const head = [`branch ${e.branch}`, `version ${e.version}`, e.op];
-  if (e.op !== e.kind) {
-    head.push(`(${e.kind})`);
-  }
-  if (showLane) {
-    head.push(`shadow ${e.lane}`);
-  }
-  const lines = [
-    head.join(' · '),
-    `waited ${formatMs(e.started - e.queued)} · switch ${formatMs(e.switch)} · ` +
-      `served ${formatMs(e.finished - e.started - e.switch)}`,
-    `queued at ${formatMs(e.queued)}, finished at ${formatMs(e.finished)}`
-  ];
-  const outcome = [e.ok ? '' : 'failed', e.outcome].filter(Boolean).join(': ');
-  if (outcome) {
-    lines.push(outcome);
-  }
-  return lines;
-}
-
-export function ariaLabel(lines: readonly string[]): string {
-  return lines.join('. ');
-}
-
-/** The summary under the title: requests and switches, switching vs serving, waits. */
-export function summaryLines(summary: Summary): string[] {
-  const serving = Math.max(0, summary.serve_time - summary.switch_time);
-  const share = summary.serve_time > 0 ? (100 * summary.switch_time) / summary.serve_time : 0;
-  const waits = Object.entries(summary.branches)
-    .map(([branch, b]) => `${branch} ${formatMs(b.mean_wait)} (${plural(b.requests, 'request')})`)
-    .join(' · ');
-  return [
-    `${plural(summary.events, 'request')} · ${plural(summary.switches, 'switch', 'switches')}`,
-    `switching ${formatMs(summary.switch_time)} vs serving ${formatMs(serving)} ` +
-      `(${share.toFixed(1)}% of busy time)`,
-    `mean wait: ${waits || 'none yet'}`
-  ];
-}
-
-export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
-
-/** Keep long branch names inside the label column. */
-export function truncateLabel(label: string, maxChars: number): string {
-  return label.length <= maxChars ? label : `${label.slice(0, Math.max(1, maxChars - 1))}…`;
 }

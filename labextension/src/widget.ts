@@ -1,14 +1,30 @@
 /**
- * The MIME renderer: one small class that hands the bundle to the view.
+ * The MIME renderer: hands the bundle to the view, and, when the bundle names a live feed
+ * and the output lives in a notebook with a kernel, keeps the view following that feed.
  */
+import { ISessionContext } from '@jupyterlab/apputils';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { parseTimeline, TimelineDataError } from './layout';
+import { TimelineDataError } from './layout';
+import { Connection, FeedClient } from './feed';
+import { fromBundle, LiveState, merge, parseLive } from './live';
 import { TimelineView } from './view';
 
+const STATUS: Record<Connection, string> = {
+  connecting: 'connecting to the kernel…',
+  live: 'live',
+  'no kernel': 'no kernel: showing the saved state',
+  'kernel restarted': 'kernel restarted: showing the last state',
+  'kernel stopped': 'kernel stopped: showing the last state',
+  'shadow closed': 'shadow closed: showing the last state'
+};
+
 export class TimelineRenderer extends Widget implements IRenderMime.IRenderer {
-  constructor(options: IRenderMime.IRendererOptions) {
+  constructor(
+    options: IRenderMime.IRendererOptions,
+    private readonly session: ISessionContext | null = null
+  ) {
     super();
     this.mimeType = options.mimeType;
     this.addClass('sk-TimelineRenderer');
@@ -17,25 +33,74 @@ export class TimelineRenderer extends Widget implements IRenderMime.IRenderer {
 
   /**
    * Called once per output, and again on the same widget for each
-   * `update_display`: the view keeps its zoom, pan, focus and tooltip.
+   * `update_display`: the view keeps its zoom, pan, focus and tooltip. An update older
+   * than what the feed already brought is ignored.
    */
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    const data = model.data[this.mimeType];
+    this.guard(() => {
+      const state = fromBundle(data);
+      if (!this.state || state.seq >= this.state.seq) {
+        this.showState(state);
+      }
+      this.follow(parseLive(data));
+    });
+    return Promise.resolve();
+  }
+
+  override dispose(): void {
+    this.feed?.dispose();
+    this.view.dispose();
+    super.dispose();
+  }
+
+  private follow(live: ReturnType<typeof parseLive>): void {
+    if (!live || this.feed) {
+      return;
+    }
+    if (!this.session) {
+      this.view.setStatus(STATUS['no kernel']);
+      return;
+    }
+    const feed = new FeedClient(this.session, live, {
+      onFeed: message => this.guard(() => this.onFeed(message)),
+      onConnection: connection => this.view.setStatus(STATUS[connection], connection === 'live')
+    });
+    this.feed = feed;
+    this.view.diffSource = (branch, version) => feed.diff(branch, version);
+  }
+
+  private onFeed(message: unknown): void {
+    if (!this.state) {
+      return;
+    }
+    const result = merge(this.state, message);
+    if (result.kind === 'resync') {
+      this.feed?.resync();
+    } else if (result.kind === 'updated') {
+      this.showState(result.state);
+    }
+  }
+
+  private showState(state: LiveState): void {
+    this.state = state;
+    this.view.show(state.timeline);
+  }
+
+  /** A bundle or message that breaks the contract shows its message instead of throwing. */
+  private guard(action: () => void): void {
     try {
-      this.view.show(parseTimeline(model.data[this.mimeType]));
+      action();
     } catch (error) {
       if (!(error instanceof TimelineDataError)) {
         throw error;
       }
       this.view.showError(error.message);
     }
-    return Promise.resolve();
-  }
-
-  override dispose(): void {
-    this.view.dispose();
-    super.dispose();
   }
 
   private readonly mimeType: string;
   private readonly view = new TimelineView();
+  private state: LiveState | null = null;
+  private feed: FeedClient | null = null;
 }

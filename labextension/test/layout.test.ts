@@ -360,3 +360,21 @@ describe('texts', () => {
     assert.equal(truncateLabel('a', 8), 'a');
   });
 });
+
+describe('requestRows', () => {
+  test('say what the request was, how long each part took and what it answered', async () => {
+    const { requestRows, parseEvent } = await import('../src/layout');
+    const e = parseEvent({ ...CONTRACT_EXAMPLE.events[0], lints: 3, new_lints: 1, exit_code: null }, 0);
+    assert.equal(e.exit_code, undefined);
+    const rows = Object.fromEntries(requestRows(e));
+    assert.equal(rows.branch, 'a');
+    assert.equal(rows.version, '2');
+    assert.equal(rows['queue wait'], '4.00 ms');
+    assert.equal(rows.switch, '1.20 ms');
+    assert.equal(rows.serve, '25.8 ms');
+    assert.equal(rows.answer, '3 lints, 1 new');
+    const run = parseEvent({ ...CONTRACT_EXAMPLE.events[0], op: 'run', kind: 'run', ok: true, exit_code: 1 }, 0);
+    assert.equal(Object.fromEntries(requestRows(run)).answer, 'exit code 1');
+    assert.throws(() => parseEvent({ ...CONTRACT_EXAMPLE.events[0], lints: 'many' }, 0), /"lints" must be a number or null/);
+  });
+});

@@ -18,6 +18,10 @@ from pathlib import Path
 from . import kernelspec
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+# An extra Jupyter config folder for `shadowkernel lab` only: its page_config disables the
+# announcements plugin (the "get notified about Jupyter news?" popup and update checks), so
+# a demo starts quiet without writing the user's own ~/.jupyter.
+LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
 
 
 def cmd_install_kernel(args: argparse.Namespace) -> int:
@@ -44,6 +48,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={args.port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--MappingKernelManager.default_kernel_name={kernelspec.NAME}",
+        "--LabApp.news_url=None",  # None (not ""): no news fetched from the internet
     ]  # fmt: skip
     if os.geteuid() == 0:
         command.append("--allow-root")
@@ -52,12 +57,19 @@ def cmd_lab(args: argparse.Namespace) -> int:
         f"  http://127.0.0.1:{args.port}/lab?token={token}\n(Ctrl-C stops it)",
         flush=True,
     )
-    process = subprocess.Popen(command)
+    process = subprocess.Popen(command, env=lab_environment())
     try:
         return process.wait()
     except KeyboardInterrupt:
         process.terminate()
         return process.wait()
+
+
+def lab_environment() -> dict[str, str]:
+    """This environment with LAB_CONFIG first on JUPYTER_CONFIG_PATH."""
+    extra = os.environ.get("JUPYTER_CONFIG_PATH")
+    path = os.pathsep.join([str(LAB_CONFIG), *([extra] if extra else [])])
+    return {**os.environ, "JUPYTER_CONFIG_PATH": path}
 
 
 def cmd_tour(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ colours and a new-vs-old marker. Runs (`RunResult`) get an HTML and a short text
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -80,8 +81,15 @@ def run_status(result: Any) -> str:
     return "exit 0" if code == 0 else f"exit {code}" + (" (killed)" if code == -9 else "")
 
 
+def _first(paths: Iterable[str], limit: int = 12) -> list[str]:
+    """At most `limit` paths, sorted, then how many more: a build writes hundreds."""
+    ordered = sorted(paths)
+    more = [f"and {len(ordered) - limit} more"] if len(ordered) > limit else []
+    return ordered[:limit] + more
+
+
 def run_text(result: Any) -> str:
-    written = ", ".join(sorted(result.written)) or "nothing"
+    written = ", ".join(_first(result.written)) or "nothing"
     parts = [f"{run_status(result)} in {result.duration:.2f} s; wrote {written}"]
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
@@ -94,7 +102,7 @@ def run_text(result: Any) -> str:
 def run_html(result: Any) -> str:
     ok = result.exit_code == 0 and not result.timed_out
     color = "#1a7f37" if ok else "#d1242f"
-    written = ", ".join(f"<code>{html.escape(p)}</code>" for p in sorted(result.written))
+    written = ", ".join(f"<code>{html.escape(p)}</code>" for p in _first(result.written))
     command = html.escape(" ".join(result.command[-1:]) if result.command else "")
     head = (f"<b style='color:{color}'>{html.escape(run_status(result))}</b> in "
             f"{result.duration:.2f} s ({html.escape(result.mode)}"
@@ -144,7 +152,27 @@ class HoverText(str):
         return super().__new__(cls, hover.text if hover else "")
 
     def _repr_markdown_(self) -> str:
-        return str(self) or "*no hover information here*"
+        return hover_markdown(str(self)) or "*no hover information here*"
+
+
+# A line of only dashes or equals signs: servers (jedi, pylsp) mean a separator under the
+# signature, but right below a line of text CommonMark reads it as a setext heading.
+_UNDERLINE = re.compile(r"^ {0,3}(-{3,}|={3,})\s*$")
+
+
+def hover_markdown(text: str) -> str:
+    """The server's markdown, with separator lines kept separators (never headings);
+    fenced code blocks are left as they are, so they render as code."""
+    out: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and _UNDERLINE.match(line) and out and out[-1].strip():
+            out.append("")
+            line = "---"
+        out.append(line)
+    return "\n".join(out)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self) or "no hover information here")

@@ -46,6 +46,16 @@ class RunResult:
         return (self.exit_code == 0 and not self.timed_out and not self.cancelled
                 and not self.out_of_memory)  # fmt: skip
 
+    def __repr__(self) -> str:
+        # Short on purpose: the dataclass repr would dump every written blob's bytes.
+        status = "timed out" if self.timed_out else "cancelled" if self.cancelled \
+            else f"exit {self.exit_code}"  # fmt: skip
+        command = " ".join(self.command)
+        command = command if len(command) <= 60 else command[:59] + "…"
+        return (f"<RunResult {command!r}: {status} in {self.duration:.2f} s, "
+                f"{len(self.written)} path(s) written, stdout {len(self.stdout)} chars, "
+                f"stderr {len(self.stderr)} chars>")  # fmt: skip
+
 
 @dataclass
 class Capture:

@@ -26,7 +26,7 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
 from .policy import Policy, RequestQueue
-from .timeline import Event, Kind
+from .timeline import Event, Kind, answer_summary
 
 T = TypeVar("T")
 
@@ -172,7 +172,7 @@ class Scheduler:
         self.events.append(
             Event(id, request.branch, request.version, request.op, request.kind, lane.index,
                   request.queued, started, lane.switch_seconds, self.now(), ok, outcome,
-                  request.client)
+                  request.client, **(answer_summary(result) if ok else {}))
         )  # fmt: skip
 
     async def close(self) -> None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import html
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 import pandas as pd
+
+from ..errors import NotFound
 
 MIME_TYPE = "application/vnd.shadowkernel.timeline+json"
 SCHEMA = 1
@@ -40,6 +42,10 @@ class Event:
     ok: bool
     outcome: str
     client: str = ""  # who asked, when not the notebook itself (an MCP client's name)
+    # The answer's summary, where the request kind has one (None: not that kind, or failed).
+    lints: int | None = None
+    new_lints: int | None = None
+    exit_code: int | None = None
 
     @property
     def wait(self) -> float:
@@ -48,6 +54,30 @@ class Event:
     @property
     def serve(self) -> float:
         return self.finished - self.started
+
+    def describe(self) -> list[str]:
+        """The request as a few lines: what the extension's request panel shows too."""
+        lines = [
+            f"request {self.id}: branch {self.branch}, version {self.version}, "
+            f"{self.op} ({self.kind}) on shadow {self.lane}",
+            f"waited {self.wait * 1000:.1f} ms in the queue, switch {self.switch * 1000:.1f} ms, "
+            f"served {(self.serve - self.switch) * 1000:.1f} ms",
+        ]
+        answer = [f"{self.lints} lints" if self.lints is not None else "",
+                  f"{self.new_lints} new" if self.new_lints is not None else "",
+                  f"exit code {self.exit_code}" if self.exit_code is not None else ""]  # fmt: skip
+        summary = ", ".join(a for a in answer if a)
+        lines.append(("" if self.ok else "failed: ") + (summary or self.outcome or "no answer"))
+        return lines
+
+
+def answer_summary(result: Any) -> dict[str, int | None]:
+    """The Event fields summarising what a request answered: lint jobs return
+    (lints, new flags, version), runs a RunResult (an `exit_code`). Other answers have none."""
+    if isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], list | tuple):
+        return {"lints": len(result[0]), "new_lints": sum(1 for f in result[1] if f)}
+    code = getattr(result, "exit_code", False)
+    return {"exit_code": code} if code is not False else {}
 
 
 COLUMNS = tuple(f.name for f in fields(Event))
@@ -92,16 +122,45 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
+DiffSource = Callable[[str, int], str]  # (branch, version) -> unified diff against the base
+
+
+@dataclass(frozen=True)
+class Request:
+    """One served request, as `Timeline.request(id)` gives it: the event, its lines, and
+    (when the timeline came from a live workspace) the version's diff against the base."""
+
+    event: Event
+    _diff: DiffSource | None = None
+
+    def diff(self) -> str:
+        if self._diff is None:
+            raise NotFound("this timeline has no workspace to read versions from "
+                           "(a saved or simulated one): use ws.timeline()")  # fmt: skip
+        return self._diff(self.event.branch, self.event.version)
+
+    def __str__(self) -> str:
+        return "\n".join(self.event.describe())
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+
 class Timeline:
     """A snapshot of served requests. `frame` is the DataFrame; `summary` the statistics."""
 
     def __init__(
-        self, events: Iterable[Event], title: str = "shadow timeline", simulated: bool = False
+        self,
+        events: Iterable[Event],
+        title: str = "shadow timeline",
+        simulated: bool = False,
+        diff: DiffSource | None = None,
     ) -> None:
         self.events: tuple[Event, ...] = tuple(sorted(events, key=lambda e: (e.started, e.id)))
         self.title = title
         self.simulated = simulated
         self.summary = summarize(self.events)
+        self._diff = diff
 
     @property
     def frame(self) -> pd.DataFrame:
@@ -109,6 +168,15 @@ class Timeline:
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def request(self, id: int) -> Request:
+        """The request with event id `id` (the number in the extension's bar labels)."""
+        for event in self.events:
+            if event.id == id:
+                return Request(event, self._diff)
+        ids = [e.id for e in self.events]
+        known = f"{min(ids)}..{max(ids)}" if ids else "none yet"
+        raise NotFound(f"request({id}): no request with that id in this timeline (ids: {known})")
 
     def switch_percentiles(self) -> dict[str, float]:
         """p50/p95 of switch seconds over the events that switched."""

@@ -414,12 +414,23 @@ class Branch:
 
     # -- diff, accept, drop ---------------------------------------------------------------------
 
-    def diff(self) -> Diff:
-        """The branch's edits against its base, as a unified diff (git style)."""
+    def diff(self, version: int | None = None) -> Diff:
+        """The branch's edits against its base at `version` (default: the current one), as a
+        unified diff (git style)."""
         with self._lock:
-            files = self._versions[-1].files
+            files = self._version(version).files
             parts = [patches.render_diff(p, self._bases.get(p), files[p]) for p in sorted(files)]
         return Diff("".join(parts))
+
+    def _version(self, number: int | None) -> Version:
+        if number is None:
+            return self._versions[-1]
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise ArgumentError(f"version={number!r}: give a version number (an int)")
+        if not 0 <= number < len(self._versions):
+            raise NotFound(f"branch {self.name!r} has no version {number} (it has 0 to "
+                           f"{self.version})")  # fmt: skip
+        return self._versions[number]
 
     def accept(self) -> Accepted:
         """Write the branch's files into the user's folder.

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import ArgumentError, ClosedError, PathError
+from ..errors import ArgumentError, ClosedError, NotFound, PathError
 from ..lsp import LspPool
 from ..lsp.navigation import Symbol
 from ..overlay.shadow import Shadow
@@ -200,7 +200,13 @@ class Workspace:
 
     def timeline(self, title: str = "shadow timeline") -> Timeline:
         """Every request served so far, with switch/serve times and per-branch waits."""
-        return Timeline(self.events(), title=arguments.text("title", title))
+        return Timeline(self.events(), title=arguments.text("title", title), diff=self._diff)
+
+    def _diff(self, branch: str, version: int) -> str:
+        found = self._branches.get(branch)
+        if found is None:
+            raise NotFound(f"branch {branch!r} is not open (dropped, or a workspace request)")
+        return found.diff(version)
 
     def statistics(self) -> dict[str, Any]:
         return {
