@@ -9,9 +9,6 @@ they can change under it; accept() guards only the files it touched.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import html
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -23,37 +20,23 @@ from ..errors import ArgumentError, ClosedError, ConflictError, NotFound, Shadow
 from ..lsp import Lint, lint_table, mark_new
 from ..lsp.documents import workspace_edit_changes
 from ..lsp.navigation import Hover, Location, Symbol
-from ..overlay.store import File, Override, freeze
+from ..overlay.store import freeze
 from ..paths import RelPath, rel
-from ..run import RunResult, run_in_shadow
+from ..run import RunResult
 from ..sched import Lane, Snapshot
 from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
-from ..text.positions import split_lines
 from ..text.uris import uri_to_rel
-from . import arguments, baselints, scratch
+from . import arguments, baselints, runs, scratch
 from .accept import Accepted, merge_plan
-from .staging import Version, base_snapshot, staged, version_snapshot
+from .diff import Diff, version_diff
+from .staging import Version, base_snapshot, n_files, staged, version_snapshot
 
 if TYPE_CHECKING:
     from .workspace import Workspace
 
 LintTable: TypeAlias = pd.DataFrame  # columns: lsp.COLUMNS; attrs: branch, version
-
-
-class Diff(str):
-    """Unified diff text that shows coloured in a notebook."""
-
-    def _repr_html_(self) -> str:
-        colors = {"+": "#e6ffec", "-": "#ffebe9", "@": "#ddf4ff"}
-        rows = []
-        for line in split_lines(self):
-            color = colors.get(line[:1], "") if not line.startswith(("+++", "---")) else ""
-            style = f' style="background:{color}"' if color else ""
-            rows.append(f"<div{style}>{html.escape(line) or '&nbsp;'}</div>")
-        body = "".join(rows) or "<i>no changes</i>"
-        return f'<pre style="font-size:12px;line-height:1.3">{body}</pre>'
 
 
 class Branch:
@@ -123,7 +106,7 @@ class Branch:
         with self._lock:
             version = self._versions[-1]
             changes = patches.apply_patch(patch, lambda p: self._current_text(version, p))
-            return self._stage_text(changes, f"patch ({_files(len(changes))})")
+            return self._stage_text(changes, f"patch ({n_files(len(changes))})")
 
     def delete(self, path: str) -> int:
         target = arguments.path("path", path)
@@ -151,7 +134,7 @@ class Branch:
                     read,
                     encoding,  # type: ignore[arg-type]
                 )
-            return self._stage_text(changes, f"edit ({_files(len(changes))})")
+            return self._stage_text(changes, f"edit ({n_files(len(changes))})")
 
     @staticmethod
     def _fix_changes(fix: Any, read: Any) -> ranges.Changes:
@@ -347,9 +330,9 @@ class Branch:
         as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt in
         the caller, or setting the `cancel` event, kills the run and all its processes."""
         cancel = options.setdefault("cancel", threading.Event())
-        cmd, timeout, network, keep = _run_arguments(cmd, timeout, network, keep, options)
+        cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
-            return self.workspace.bridge.call(self._run(cmd, timeout, network, keep, options))
+            return self.workspace.bridge.call(runs.run(self, cmd, timeout, network, keep, options))
         except BaseException:
             cancel.set()
             raise
@@ -357,60 +340,9 @@ class Branch:
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, keep: bool = False,
                         **options: Any) -> RunResult:  # fmt: skip
-        cmd, timeout, network, keep = _run_arguments(cmd, timeout, network, keep, options)
+        cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         return await self.workspace.bridge.call_async(
-            self._run(cmd, timeout, network, keep, options))  # fmt: skip
-
-    async def _run(self, cmd: Any, timeout: float, network: bool, keep: bool,
-                   options: dict[str, Any]) -> Any:  # fmt: skip
-        with self._lock:
-            self._check_open()
-            version = self._versions[-1]
-
-        async def job(lane: Lane) -> tuple[Any, str]:
-            with self._lock:
-                # Staging drops a path from the scratch layer, so what is left there is newer.
-                manifest = self._scratch.over(version.manifest)
-            result = await asyncio.to_thread(
-                run_in_shadow, lane.shadow, manifest, cmd, timeout=timeout, network=network,
-                **options,
-            )  # fmt: skip
-            written = dict(result.written)
-            with self._lock:
-                self._scratch.absorb(written)
-            lane.run_wrote(set(written))
-            how = "timed out" if result.timed_out else f"exit {result.exit_code}"
-            return result, f"{how}, {_files(len(written))} written ({result.mode})"
-
-        result = await self.workspace.submit(self, version.number, "run", "run", job)
-        kept = self._keep(result.written) if keep else None
-        if kept is not None:
-            result = dataclasses.replace(result, notes=(*result.notes, f"kept as version {kept}"))
-        return result
-
-    def _keep(self, written: Mapping[RelPath, Override | None]) -> int | None:
-        """Stage what a run wrote as the next version; None when nothing was keepable."""
-        with self._lock:
-            version = self._versions[-1]
-            rules = scratch.ignore_rules(lambda p: self._readable_bytes(version, p), written)
-            data = scratch.kept(written, rules, self._override_bytes)
-            data = {p: d for p, d in data.items()
-                    if d is not None or self._readable_bytes(version, p) is not None}  # fmt: skip
-            if not data:
-                return None
-            return self._stage(data, f"run kept ({_files(len(data))})")
-
-    def _readable_bytes(self, version: Version, path: RelPath) -> bytes | None:
-        try:
-            return self._current_bytes(version, path)
-        except ShadowError:  # a directory or symlink there: not a file to keep or delete
-            return None
-
-    def _override_bytes(self, override: File) -> bytes:
-        if override.blob is not None:
-            return override.blob.bytes()
-        data = self.workspace.folder.content(override.origin) if override.origin else None
-        return data or b""
+            runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
 
     # -- diff, accept, drop ---------------------------------------------------------------------
 
@@ -418,9 +350,7 @@ class Branch:
         """The branch's edits against its base at `version` (default: the current one), as a
         unified diff (git style)."""
         with self._lock:
-            files = self._version(version).files
-            parts = [patches.render_diff(p, self._bases.get(p), files[p]) for p in sorted(files)]
-        return Diff("".join(parts))
+            return version_diff(self._version(version).files, self._bases)
 
     def _version(self, number: int | None) -> Version:
         if number is None:
@@ -473,16 +403,8 @@ class Branch:
         self.workspace.check_open()
 
     def __repr__(self) -> str:
-        return (f"<Branch {self.name!r} v{self.version}: {_files(len(self.files))} touched, "
+        return (f"<Branch {self.name!r} v{self.version}: {n_files(len(self.files))} touched, "
                 f"{self._state}>")  # fmt: skip
-
-
-def _run_arguments(
-    cmd: Any, timeout: Any, network: Any, keep: Any, options: Mapping[str, Any]
-) -> tuple[str | list[str], float, bool, bool]:
-    arguments.options(run_in_shadow, options, taken={"timeout", "network"})
-    return (arguments.command(cmd), arguments.seconds("timeout", timeout),
-            arguments.flag("network", network), arguments.flag("keep", keep))  # fmt: skip
 
 
 def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:
@@ -504,10 +426,6 @@ def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:
         if changed:
             merged._stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}")
         merged.conflicts = tuple(plan.conflicts)
-
-
-def _files(n: int) -> str:
-    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def _text_or_empty(data: bytes) -> str:

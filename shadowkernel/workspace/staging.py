@@ -33,6 +33,11 @@ class Version:
     op: str  # what made it: "fork", "write pkg/mod.py", "patch (2 files)", ...
 
 
+def n_files(n: int) -> str:
+    """How a version's op counts files: "1 file", "3 files"."""
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
 def digest(data: bytes | None) -> str:
     """A short content key (base blobs and base lints are shared per path and content)."""
     return "-" if data is None else hashlib.blake2b(data, digest_size=16).hexdigest()
