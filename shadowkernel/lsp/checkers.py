@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import NotFound, PathError, ServerError
 from ..paths import rel, relative_to
@@ -63,7 +64,7 @@ def parse_ruff(output: str, root: Path) -> list[Lint]:
     return lints
 
 
-def _ruff_fixes(fix: dict, filename: str, root: Path) -> tuple[Fix, ...]:
+def _ruff_fixes(fix: dict[str, Any], filename: str, root: Path) -> tuple[Fix, ...]:
     if not fix:
         return ()
     path = _relative(filename, root)

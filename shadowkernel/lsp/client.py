@@ -112,7 +112,7 @@ class LanguageClient:
         self._stopping = False
         self._tasks: list[asyncio.Task[Any]] = []
         assert process.stdout is not None and process.stdin is not None
-        self.endpoint = Endpoint(spec.name, process.stdout, process.stdin,  # type: ignore[arg-type]
+        self.endpoint = Endpoint(spec.name, process.stdout, process.stdin,
                                  self._on_request, self._on_notification)  # fmt: skip
 
     # -- life cycle ---------------------------------------------------------------------

@@ -62,7 +62,8 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     """The next message, or None at end of stream."""
     try:
         header = await reader.readuntil(b"\r\n\r\n")
-        return json.loads(await reader.readexactly(content_length(header)))
+        message: dict[str, Any] = json.loads(await reader.readexactly(content_length(header)))
+        return message
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
 

@@ -17,8 +17,10 @@ from lsprotocol import types as lsp
 from ..errors import ArgumentError
 from ..paths import RelPath
 from ..text.positions import split_lines
-from ..text.ranges import TextEdit as Edit  # one replacement a quick fix would make
+from ..text.ranges import TextEdit
 from .documents import TextIndex
+
+Edit = TextEdit  # one replacement a quick fix would make
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 

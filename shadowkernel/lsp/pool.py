@@ -220,8 +220,10 @@ class LspPool:
     async def definition(
         self, path: str, line: int, column: int, server: str | None = None
     ) -> list[navigation.Location]:
-        return await self._at(path, line, column, "definition_provider", server,
-                              "textDocument/definition", {})  # fmt: skip
+        found: list[navigation.Location] = await self._at(
+            path, line, column, "definition_provider", server, "textDocument/definition", {}
+        )
+        return found
 
     async def references(
         self,
@@ -232,14 +234,18 @@ class LspPool:
         include_declaration: bool = True,
     ) -> list[navigation.Location]:
         context = {"context": {"includeDeclaration": include_declaration}}
-        return await self._at(path, line, column, "references_provider", server,
-                              "textDocument/references", context)  # fmt: skip
+        found: list[navigation.Location] = await self._at(
+            path, line, column, "references_provider", server, "textDocument/references", context
+        )
+        return found
 
     async def hover(
         self, path: str, line: int, column: int, server: str | None = None
     ) -> navigation.Hover | None:
-        return await self._at(path, line, column, "hover_provider", server,
-                              "textDocument/hover", {})  # fmt: skip
+        found: navigation.Hover | None = await self._at(
+            path, line, column, "hover_provider", server, "textDocument/hover", {}
+        )
+        return found
 
     async def symbols(self, path: str, server: str | None = None) -> list[navigation.Symbol]:
         target = rel(path)
@@ -310,7 +316,7 @@ class LspPool:
                 raise NotFound(f"path {path!r}: no server in this pool handles it "
                                f"({', '.join(s.name for s in self.specs)}); add a ServerSpec "
                                "whose patterns match it")  # fmt: skip
-            answer: Any = None
+            answer: T | None = None
             offered = False
             for spec in candidates:
                 if not (await self._servers.client(spec)).supports(provider):
@@ -323,7 +329,7 @@ class LspPool:
                 what = provider.removesuffix("_provider").replace("_", " ")
                 raise NotFound(f"path {path!r}: none of {[s.name for s in candidates]} "
                                f"offers {what}")  # fmt: skip
-            return answer
+            return answer  # type: ignore[return-value]  # an empty answer of the last server
 
     def _resolver(self, client: LanguageClient) -> navigation.Resolver:
         def resolve(uri: str) -> tuple[str, bool, TextIndex]:

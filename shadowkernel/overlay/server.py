@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import ctypes
 import os
+import pickle
 import resource
 import signal
 import socket
@@ -143,7 +144,7 @@ async def serve_control(sock: trio.socket.SocketType, control: Control) -> None:
 async def _receive(sock: trio.socket.SocketType) -> Any:
     header = await _exactly(sock, channel.HEADER.size)
     (size,) = channel.HEADER.unpack(header)
-    return channel.pickle.loads(await _exactly(sock, size))
+    return pickle.loads(await _exactly(sock, size))
 
 
 async def _send_all(sock: trio.socket.SocketType, data: bytes) -> None:

@@ -185,7 +185,7 @@ class Shadow:
         reply = self._call("activate", channel.stubbed(delta(self._shown, manifest), self._known))
         self._known.difference_update(reply["evicted"])
         self.manifest = self._shown = manifest
-        return reply
+        return dict(reply)
 
     def collect(self) -> dict[RelPath, Override | None]:
         """What programs wrote through the mount since the last activation (None: removed).

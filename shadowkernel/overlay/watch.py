@@ -15,6 +15,7 @@ import errno
 import logging
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from inotify_simple import INotify, flags
 
@@ -69,7 +70,7 @@ class LowerWatch:
             return []
         return list(dict.fromkeys(self._changes(self.inotify.read(timeout=0))))
 
-    def _changes(self, events: Iterable) -> Iterable[tuple[RelPath, bool]]:
+    def _changes(self, events: Iterable[Any]) -> Iterable[tuple[RelPath, bool]]:
         for event in events:
             if event.mask & flags.Q_OVERFLOW:  # events were lost: refresh every listing
                 log.warning("inotify queue overflow: file contents may lag until timeouts")

@@ -6,12 +6,14 @@ One concept per module: `bridge` (callers' threads to the services' event loop),
 overrides, pure), `arguments` (checks of what callers pass), `baselints` (the base-lint cache
 behind the `new` column), `scratch` (what runs wrote, and what `keep=True` keeps, pure),
 `runs` (a branch's runs through the scheduler), `diff` (a version against its base), `accept`
-(the accept plan and three-way merges, pure), then `branch` and `workspace`. This layer may import everything below it (the
-scheduler, runs, language servers, the overlay, the text core); nothing below imports it.
+(the accept plan and three-way merges, pure), then `branch` and `workspace`. This layer may
+import everything below it (the scheduler, runs, language servers, the overlay, the text
+core); nothing below imports it.
 """
 
 from .accept import Accepted
-from .branch import Branch, Diff, LintTable
+from .branch import Branch, LintTable
+from .diff import Diff
 from .staging import Version
 from .workspace import Workspace, open_workspaces
 

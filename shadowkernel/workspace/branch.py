@@ -279,7 +279,9 @@ class Branch:
         return self.workspace.bridge.call(self._navigate("references", path, line, column))
 
     def hover(self, path: str, line: int, column: int) -> Hover | None:
-        return self.workspace.bridge.call(self._navigate("hover", path, line, column))
+        found: Hover | None
+        found = self.workspace.bridge.call(self._navigate("hover", path, line, column))
+        return found
 
     def symbols(self, path: str) -> list[Symbol]:
         """The document symbols of `path` at this branch's version (1-based positions)."""

@@ -53,7 +53,7 @@ class Scratch:
 
 def ignore_rules(
     read: Callable[[RelPath], bytes | None], paths: Iterable[RelPath]
-) -> pathspec.PathSpec:
+) -> pathspec.GitIgnoreSpec:
     """The usual caches plus the .gitignore files of the project's root and of every folder
     above `paths` (read at the branch's version), patterns made relative to the root."""
     lines = list(USUAL_CACHES)
@@ -87,7 +87,7 @@ def _rooted(folder: RelPath, patterns: list[str]) -> list[str]:
 
 def kept(
     written: Mapping[RelPath, Override | None],
-    ignored: pathspec.PathSpec,
+    ignored: pathspec.GitIgnoreSpec,
     content: Callable[[File], bytes],
 ) -> dict[RelPath, bytes | None]:
     """What of a run's writes becomes the next version: text files and deletions, unignored."""

@@ -174,7 +174,7 @@ class Workspace:
 
         async def submit() -> list[Symbol]:
             self.check_open()
-            return await self._scheduler.submit("workspace", 0, "navigation", "symbols", job)  # type: ignore[no-any-return]
+            return await self._scheduler.submit("workspace", 0, "navigation", "symbols", job)
 
         return self.bridge.call(submit())
 
