@@ -40,6 +40,8 @@ _LAZY = {
     "summary": ".evals",
     "builtin_suite": ".evals",
     "load_suite": ".evals",
+    "mutation_suite": ".evals",
+    "swebench_suite": ".evals",
     "Observation": ".agents",
     "ScriptedAgent": ".agents",
     "SimulatedAgent": ".agents",
@@ -72,6 +74,8 @@ __all__ = [
     "summary",
     "builtin_suite",
     "load_suite",
+    "mutation_suite",
+    "swebench_suite",
     "Observation",
     "ScriptedAgent",
     "SimulatedAgent",
@@ -93,6 +97,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .agents import Observation, OpenAIChatAgent, ScriptedAgent, SimulatedAgent
+    from .evals import (
+        builtin_suite,
+        experiment,
+        load_suite,
+        mutation_suite,
+        summary,
+        swebench_suite,
+    )
     from .lsp import Lint
     from .run import RunResult
     from .sched.timeline import Event, Timeline

@@ -75,7 +75,8 @@ class Condition:
             raise ArgumentError(f"Condition.lints={self.lints!r}: use 'none', 'all' or 'new'")
         if self.template not in TEMPLATES:
             raise ArgumentError(f"Condition.template={self.template!r}: use one of "
-                                f"{', '.join(TEMPLATES)} (or add one to templates.TEMPLATES)")  # fmt: skip
+                                f"{', '.join(TEMPLATES)} (or add one to "
+                                "templates.TEMPLATES)")  # fmt: skip
 
 
 CONDITIONS: dict[str, Condition] = {
@@ -159,7 +160,8 @@ def relative_to_start(lints: Sequence[LintShown], start: Sequence[LintShown],
 
     at = [i for i, x in enumerate(lints) if x.path in start_texts]
     flags = mark_new([lint(lints[i]) for i in at], [lint(x) for x in start],
-                     dict(start_texts), {p: texts[p] for p in start_texts if p in texts})  # fmt: skip
+                     dict(start_texts),
+                     {p: texts[p] for p in start_texts if p in texts})  # fmt: skip
     out = list(lints)
     for i, flag in zip(at, flags, strict=True):
         out[i] = replace(out[i], new=flag)

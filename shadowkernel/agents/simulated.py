@@ -191,7 +191,7 @@ def lint_mistake(original: str, solved: str) -> str | None:
         lines = positions.split_lines(solved, keepends=True)
         line = lines[node.lineno - 1]
         start = len(line.encode()[: node.col_offset].decode())
-        lines[node.lineno - 1] = line[:start] + typo + line[start + len(node.id):]
+        lines[node.lineno - 1] = line[:start] + typo + line[start + len(node.id) :]
         return "".join(lines)
     return None
 

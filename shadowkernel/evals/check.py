@@ -7,8 +7,8 @@ project's `Environment` (its interpreter, its setup command) on `fail_to_pass` a
 `pass_to_pass`, and the task is solved when every one of them passes; a task with a
 `test_patch` is graded in a throwaway branch holding the agent's files plus that patch, so
 the agent's own branch never shows the graded tests. Plugin autoloading is off unless the
-environment asks for it, and no bytecode is written. Output shown to agents is normalized (durations and
-memory addresses removed) so that seeded experiments reproduce bit for bit.
+environment asks for it, and no bytecode is written. Output shown to agents is normalized
+(durations and memory addresses removed) so that seeded experiments reproduce bit for bit.
 """
 
 from __future__ import annotations

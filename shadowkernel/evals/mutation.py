@@ -195,7 +195,7 @@ def _augmented(source: Source, node: ast.AugAssign) -> Iterator[Site]:
 def _negation(source: Source, node: ast.UnaryOp) -> Iterator[Site]:
     span = source.span(node)
     inner = source.span(node.operand)
-    if span is None or inner is None or not source.text[span[0]:inner[0]].startswith("not"):
+    if span is None or inner is None or not source.text[span[0] : inner[0]].startswith("not"):
         return
     yield (node.lineno, "negation", "a `not` was dropped", span[0], inner[0], "")
 
@@ -293,7 +293,7 @@ class Source:
             return None
         gap = self.text[a[1] : b[0]]
         at = gap.find(token)
-        if at < 0 or gap[:at].strip("() \t") or gap[at + len(token):].strip("() \t"):
+        if at < 0 or gap[:at].strip("() \t") or gap[at + len(token) :].strip("() \t"):
             return None
         return a[1] + at, a[1] + at + len(token)
 

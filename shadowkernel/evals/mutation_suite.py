@@ -58,7 +58,7 @@ VALUE_OPTIONS = {"-k", "-m", "-p", "-c", "-o", "--rootdir", "--deselect", "--ign
 SYNTAX_CODES = {"E999", "invalid-syntax", "syntax-error", "syntax"}
 
 
-# -- the test command ------------------------------------------------------------------------------
+# -- the test command -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def environment_for(command: Command, autoload: bool, setup: str | None) -> Envi
     return Environment(command.python, options, setup=setup, autoload=autoload)
 
 
-# -- which files, which tests --------------------------------------------------------------------
+# -- which files, which tests ---------------------------------------------------------------------
 
 
 def source_files(root: str) -> list[str]:
@@ -212,8 +212,15 @@ def pass_to_pass_sample(still: list[str], others: list[str], size: int, rng: ran
     return sorted(keep)
 
 
-def make_task(mutant: mutation.Mutant, original: str, failing: list[str], keep: list[str],
-              reports: dict[str, str], root: str, task_id: str) -> Task:
+def make_task(
+    mutant: mutation.Mutant,
+    original: str,
+    failing: list[str],
+    keep: list[str],
+    reports: dict[str, str],
+    root: str,
+    task_id: str,
+) -> Task:
     mutated = mutant.apply(original)
     old, new = mutation.inverse(original, mutated, mutant)
     return Task(
@@ -234,7 +241,7 @@ def _digest(mutated: str, failing: Sequence[str], keep: Sequence[str]) -> str:
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
-# -- running ------------------------------------------------------------------------------------------
+# -- running --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -279,12 +286,14 @@ def baseline(ws: Any, env: Environment, command: Command, sources: list[str], ti
     if "coverage" not in data:
         raise ArgumentError(f"test_command: the first run of the tests did not finish (exit "
                             f"{result.exit_code}); is pytest (and coverage, for the per-test "
-                            f"selection) installed for {env.python}? {result.stderr[-800:]}")  # fmt: skip
+                            f"selection) installed for {env.python}? "
+                            f"{result.stderr[-800:]}")  # fmt: skip
     outcomes = data.get("outcomes", {})
     passing = frozenset(t for t, o in outcomes.items() if o == "passed")
     if not passing:
         raise ArgumentError(f"test_command: no test passes on the original project "
-                            f"({len(outcomes)} ran); the suite needs passing tests to break")  # fmt: skip
+                            f"({len(outcomes)} ran); the suite needs passing tests to "
+                            "break")  # fmt: skip
     return Baseline(passing, outcomes, data["coverage"], time.perf_counter() - began)
 
 
@@ -438,8 +447,9 @@ def _check_args(path: Any, n: int, max_failing: int, sample: int, per_function: 
     root = os.path.realpath(path) if isinstance(path, str | os.PathLike) else ""
     if not root or not os.path.isdir(root):
         raise ArgumentError(f"path={path!r}: give the folder of a project with a test suite")
-    for label, value, least in (("n", n, 1), ("max_failing", max_failing, 1),
-                                ("pass_to_pass", sample, 0), ("per_function", per_function, 1)):  # fmt: skip
+    limits = (("n", n, 1), ("max_failing", max_failing, 1), ("pass_to_pass", sample, 0),
+              ("per_function", per_function, 1))  # fmt: skip
+    for label, value, least in limits:
         if not isinstance(value, int) or value < least:
             raise ArgumentError(f"{label}={value!r}: give an integer >= {least}")
     return root

@@ -54,7 +54,8 @@ def validate_task(ws: Any, check: Any, task: Any) -> dict[str, Any]:
     return {"task": task.id, "fails_on_task": fails_as_stated(at_start, task),
             "passes_on_original": solved.passed and not solved.error,
             "failing_at_start": failing(at_start) if task.by_test_ids else None,
-            "error": at_start.error or solved.error, "seconds": time.perf_counter() - began}  # fmt: skip
+            "error": at_start.error or solved.error,
+            "seconds": time.perf_counter() - began}  # fmt: skip
 
 
 def validate(suite: Any, workspace: Any = None, timeout: float = 120) -> pd.DataFrame:
