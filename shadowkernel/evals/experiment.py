@@ -142,6 +142,7 @@ def run_cell(ws: Any, agent: Any, suite: Suite, cell: Cell, budget: int, timeout
              ) -> dict[str, Any]:  # fmt: skip
     """One episode in a fresh branch of `ws`; the branch is dropped afterwards."""
     start = time.perf_counter()
+    before = len(ws.events())  # a name can come back in a later experiment on ws
     branch = ws.branch(cell.branch_name)
     try:
         ep = run_episode(agent, branch, cell.task, make_checker(suite, timeout), cell.condition,
@@ -149,7 +150,7 @@ def run_cell(ws: Any, agent: Any, suite: Suite, cell: Cell, budget: int, timeout
     finally:
         branch.drop()
     out = row(cell, ep, agent, time.perf_counter() - start)
-    out.update(accounting(ws.events(), cell.branch_name))
+    out.update(accounting(ws.events()[before:], cell.branch_name))
     return out
 
 
