@@ -83,9 +83,7 @@ def repo(value: Any, name: str) -> Repo:
 def load_instances(instances: Any) -> list[dict[str, Any]]:
     """Instances from a .json/.jsonl path or an iterable of mappings, checked for the fields."""
     if isinstance(instances, str | os.PathLike):
-        text = Path(instances).expanduser().read_text()
-        rows = json.loads(text) if text.lstrip().startswith("[") else [
-            json.loads(line) for line in text.splitlines() if line.strip()]  # fmt: skip
+        rows = _read_rows(instances)
     elif isinstance(instances, Iterable) and not isinstance(instances, Mapping):
         rows = [dict(r) for r in instances]
     else:
@@ -100,7 +98,18 @@ def load_instances(instances: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def test_ids(value: Any) -> tuple[str, ...]:
+def _read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    try:
+        text = Path(path).expanduser().read_text()
+        if text.lstrip().startswith("["):
+            return list(json.loads(text))
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as e:
+        raise ArgumentError(f"instances={os.fspath(path)!r}: {e}; give a readable .json list "
+                            "or .jsonl file of SWE-bench instances") from None  # fmt: skip
+
+
+def listed_tests(value: Any) -> tuple[str, ...]:
     """SWE-bench stores test lists as JSON strings; accept those and plain lists."""
     items = json.loads(value) if isinstance(value, str) else value
     return tuple(str(t) for t in items)
@@ -228,7 +237,7 @@ def _task(row: dict[str, Any], checkout: Repo, project: str, visible: int, rng: 
         start, problems = base_overrides(checkout.path, row["base_commit"])
     except ArgumentError as e:
         start, problems = (), [str(e)]
-    f2p, p2p = test_ids(row["FAIL_TO_PASS"]), test_ids(row["PASS_TO_PASS"])
+    f2p, p2p = listed_tests(row["FAIL_TO_PASS"]), listed_tests(row["PASS_TO_PASS"])
     shown = tuple(sorted(rng.sample(p2p, min(visible, len(p2p)))))
     if not f2p:
         problems.append("FAIL_TO_PASS is empty: nothing would decide success")
