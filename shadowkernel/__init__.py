@@ -98,14 +98,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .agents import Observation, OpenAIChatAgent, ScriptedAgent, SimulatedAgent
-    from .evals import (
-        builtin_suite,
-        experiment,
-        load_suite,
-        mutation_suite,
-        summary,
-        swebench_suite,
-    )
+    from .evals.experiment import experiment
+    from .evals.mutation_suite import mutation_suite
+    from .evals.stats import summary
+    from .evals.suite import builtin_suite, load_suite
+    from .evals.swebench import swebench_suite
     from .lsp import Lint
     from .run import RunResult
     from .sched.timeline import Event, Timeline

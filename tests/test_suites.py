@@ -17,8 +17,9 @@ import shadowkernel as sk
 from shadowkernel.agents import ScriptedAgent, SimulatedAgent
 from shadowkernel.agents import edits as E
 from shadowkernel.agents.loop import stage_start
+from shadowkernel.agents.observation import CONDITIONS
 from shadowkernel.evals import make_checker, reproducible
-from shadowkernel.evals.experiment import run_cell
+from shadowkernel.evals.experiment import Cell, run_cell
 
 SDIST = Path(__file__).resolve().parent.parent / ".venv/sdists/six-1.16.0.tar.gz"
 COMMAND = "python -m pytest test_six.py"
@@ -84,9 +85,8 @@ def test_a_wrong_fix_fails_the_hidden_tests(suite):
 def test_an_experiment_over_the_suite_reproduces(suite):
     small = suite.select(first=3)
     agent = SimulatedAgent(small, seed=2, p_correct=0.3)
-    run = lambda: sk.experiment(agent, small, ["none", "new-lints"], seeds=1, budget=2,  # noqa: E731
-                                progress=False)
-    first, second = run(), run()
+    first, second = (sk.experiment(agent, small, ["none", "new-lints"], seeds=1, budget=2,
+                                   progress=False) for _ in range(2))  # fmt: skip
     assert len(first) == 6 and reproducible(first).equals(reproducible(second))
     assert first["simulated"].all() and (first["run_requests"] >= 1).all()
     assert (first.loc[first.condition == "none", "lint_requests"] == 0).all()
@@ -162,8 +162,8 @@ def test_swebench_instances_are_graded_at_their_base_commit(checkout):
     right = ScriptedAgent({task.id: [list(task.solution)]})
     wrong = ScriptedAgent({task.id: [[E.Replace("calc/ops.py", "min(x, lo)", "min(lo, x)")]]})
     with sk.Workspace(suite.workspace_root) as ws:
-        cells = {name: run_cell(ws, agent, suite, sk_cell(task, name), 1, 60)
-                 for name, agent in (("right", right), ("wrong", wrong))}  # fmt: skip
+        cells = {name: run_cell(ws, agent, suite, Cell(task, CONDITIONS["none"], seed), 1, 60)
+                 for seed, (name, agent) in enumerate((("right", right), ("wrong", wrong)))}  # fmt: skip
         probe = ws.branch("probe")
         stage_start(probe, task)
         assert probe.read("calc/ops.py") == BUGGY and probe.read("calc/legacy.py") == "OLD = 1\n"
@@ -172,10 +172,3 @@ def test_swebench_instances_are_graded_at_their_base_commit(checkout):
     assert cells["right"]["solved"] and not cells["wrong"]["solved"]
     assert cells["right"]["run_requests"] == 1  # one grading run, in its own branch
     assert snapshot(repo) == before
-
-
-def sk_cell(task, seed_name):
-    from shadowkernel.agents.observation import CONDITIONS
-    from shadowkernel.evals.experiment import Cell
-
-    return Cell(task, CONDITIONS["none"], 0 if seed_name == "right" else 1)

@@ -23,7 +23,7 @@ from shadowkernel.errors import ArgumentError, ShadowError
 from shadowkernel.evals import minimum_detectable_effect, summary
 from shadowkernel.evals.mutation import inverse, mutants
 from shadowkernel.evals.mutation_suite import parse_command, statement
-from shadowkernel.evals.swebench import load_instances, patch_paths, prefixed_patch, listed_tests
+from shadowkernel.evals.swebench import listed_tests, load_instances, patch_paths, prefixed_patch
 
 SOURCE = '''\
 def window(items, size):
@@ -94,12 +94,30 @@ def test_swebench_fields():
              "--- a/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-z\n")  # fmt: skip
     assert patch_paths(patch) == ("pkg/a.py", "old.py")
     moved = prefixed_patch(patch, "repos/r")
-    assert "+++ b/repos/r/pkg/a.py" in moved and "diff --git a/repos/r/pkg/a.py b/repos/r/pkg/a.py" in moved
+    assert (
+        "+++ b/repos/r/pkg/a.py" in moved
+        and "diff --git a/repos/r/pkg/a.py b/repos/r/pkg/a.py" in moved
+    )
     assert "+++ /dev/null" in moved and prefixed_patch(patch, "") == patch
-    assert listed_tests('["a.py::t1", "a.py::t2"]') == ("a.py::t1", "a.py::t2") == listed_tests(["a.py::t1", "a.py::t2"])
+    assert (
+        listed_tests('["a.py::t1", "a.py::t2"]')
+        == ("a.py::t1", "a.py::t2")
+        == listed_tests(["a.py::t1", "a.py::t2"])
+    )
     with pytest.raises(ArgumentError, match="lacks .*FAIL_TO_PASS"):
-        load_instances([{"instance_id": "x", "repo": "r", "base_commit": "c", "problem_statement": "",
-                         "patch": "", "test_patch": "", "PASS_TO_PASS": "[]"}])
+        load_instances(
+            [
+                {
+                    "instance_id": "x",
+                    "repo": "r",
+                    "base_commit": "c",
+                    "problem_statement": "",
+                    "patch": "",
+                    "test_patch": "",
+                    "PASS_TO_PASS": "[]",
+                }
+            ]
+        )
     with pytest.raises(ArgumentError, match="instances="):
         load_instances(42)
 
@@ -123,7 +141,9 @@ def test_conditions_vary_lints_fixes_and_template():
     inline = render(Observation(**{**obs.__dict__, "template": "inline"}))
     assert "y = z\n# ^ lint F401 message F401 (new, col 1); quick fix: Fix it\n" in inline
     as_json = render(Observation(**{**obs.__dict__, "template": "json"}))
-    assert json.loads(as_json.split("# Lints of your last version\n")[1].split("\n")[0])["line"] == 3
+    assert (
+        json.loads(as_json.split("# Lints of your last version\n")[1].split("\n")[0])["line"] == 3
+    )
     with pytest.raises(ArgumentError, match="Condition.template='html'"):
         Condition("x", lints="all", template="html")
 
@@ -131,7 +151,11 @@ def test_conditions_vary_lints_fixes_and_template():
 def test_lints_are_new_relative_to_the_starting_version():
     start = "import os\n\ndef f(x):\n    return x\n"
     now = "import os\n\ndef f(x):\n    return y\n"
-    lints = (lint(1, True), lint(4, True, "F821"), LintShown("other.py", 1, 1, "F401", "m", "w", False))
+    lints = (
+        lint(1, True),
+        lint(4, True, "F821"),
+        LintShown("other.py", 1, 1, "F401", "m", "w", False),
+    )
     out = relative_to_start(lints, (lint(1, True),), {"m.py": start}, {"m.py": now})
     assert [x.new for x in out] == [False, True, False]
 

@@ -46,11 +46,14 @@ Agent = Callable[[Observation], Any]
 
 
 class TaskLike(Protocol):
-    id: str
-    statement: str
-    files: tuple[str, ...]
-    problem: str | None
-    start: tuple[tuple[str, str | None], ...]  # staged before the first turn (may be empty)
+    @property
+    def id(self) -> str: ...
+    @property
+    def statement(self) -> str: ...
+    @property
+    def files(self) -> tuple[str, ...]: ...
+    @property
+    def problem(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

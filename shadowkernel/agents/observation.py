@@ -154,14 +154,16 @@ def relative_to_start(lints: Sequence[LintShown], start: Sequence[LintShown],
     """`lints` with `new` recomputed against the task's starting version for the paths the
     start staged (`start_texts`); lints elsewhere keep their flag (their base is the start)."""
     from ..lsp import Lint, mark_new
+    from ..paths import RelPath
 
     def lint(x: LintShown) -> Lint:
-        return Lint(x.path, x.line, x.column, x.line, x.column, x.severity, x.code, "", x.message)
+        return Lint(RelPath(x.path), x.line, x.column, x.line, x.column, x.severity, x.code, "",
+                    x.message)  # fmt: skip
 
     at = [i for i, x in enumerate(lints) if x.path in start_texts]
     flags = mark_new([lint(lints[i]) for i in at], [lint(x) for x in start],
-                     dict(start_texts),
-                     {p: texts[p] for p in start_texts if p in texts})  # fmt: skip
+                     {RelPath(p): t for p, t in start_texts.items()},
+                     {RelPath(p): texts[p] for p in start_texts if p in texts})  # fmt: skip
     out = list(lints)
     for i, flag in zip(at, flags, strict=True):
         out[i] = replace(out[i], new=flag)

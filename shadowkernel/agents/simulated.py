@@ -109,7 +109,8 @@ class SimulatedAgent:
         else rewrite the file unchanged."""
         text = obs.files.get(lint.path)
         if text is None:
-            return [E.FullText(p, t) for p, t in obs.files.items()][:1]
+            first: list[E.Edit] = [E.FullText(p, t) for p, t in obs.files.items()]
+            return first[:1]
         lines = positions.split_lines(text, keepends=True)
         line = lines[lint.line - 1] if 0 < lint.line <= len(lines) else ""
         if line.lstrip().startswith(("import ", "from ")) and text.count(line) == 1:

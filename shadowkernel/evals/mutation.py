@@ -222,8 +222,8 @@ def _swapped(source: Source, node: ast.Call) -> Iterator[Site]:
     if a == b:
         return
     between = source.text[first[1] : second[0]]
-    name = source.text[source.span(node.func)[0]:first[0]].rstrip("(") if source.span(
-        node.func) else "a call"  # fmt: skip
+    func = source.span(node.func)
+    name = source.text[func[0] : func[1]] if func else "a call"
     yield (node.lineno, "swapped-arguments", f"the arguments `{a}` and `{b}` of `{name}` "
            "were swapped", first[0], second[1], b + between + a)  # fmt: skip
 

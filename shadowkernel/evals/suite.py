@@ -200,7 +200,7 @@ def _read_toml(path: Path) -> dict:
         return tomllib.load(f)
 
 
-def _field(data: dict, name: str, kind: type) -> object:
+def _field(data: dict, name: str, kind: type) -> Any:
     if name not in data:
         raise ValueError(f"task.toml has no {name!r}")
     if not isinstance(data[name], kind):

@@ -74,7 +74,9 @@ def repo(value: Any, name: str) -> Repo:
         raise ArgumentError(f"repos[{name!r}]: {path} is not a git checkout")
     python = spec.get("python") or (os.path.join(os.path.expanduser(spec["venv"]), "bin", "python")
                                     if spec.get("venv") else sys.executable)  # fmt: skip
-    return Repo(path, os.fspath(python), spec.get("setup"), bool(spec.get("autoload", False)))
+    setup = spec.get("setup")
+    return Repo(path, os.fspath(python), str(setup) if setup else None,
+                bool(spec.get("autoload", False)))  # fmt: skip
 
 
 # -- instances ------------------------------------------------------------------------------------
