@@ -44,10 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.edits import Replace
-from ..agents.loop import CheckResult
 from ..errors import ArgumentError
 from . import mutation
-from .check import interpret_ids, setup_environment, spec_argv
+from .check import normalize, parse, setup_environment, spec_argv
 from .suite import Environment, Suite, Task
 
 IMPORT_TIME = ""  # coverage's context before the first test: collection and imports
@@ -179,13 +178,9 @@ def candidates(texts: dict[str, str], baseline: Baseline, seed: int) -> list[mut
 # -- a kept mutant becomes a task -----------------------------------------------------------------
 
 
-_NOISE = [(re.compile(r" in \d+(\.\d+)?s\b"), ""), (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x?")]
-
-
 def clean_report(report: str, root: str) -> str:
-    for pattern, repl in _NOISE:
-        report = pattern.sub(repl, report)
-    return report.replace(root.rstrip("/") + "/", "").strip()
+    """A failure report without durations, memory addresses or the checkout's own path."""
+    return normalize(report).replace(root.rstrip("/") + "/", "").strip()
 
 
 def statement(failing: Sequence[str], reports: dict[str, str], root: str, shown: int = 2,
@@ -267,8 +262,6 @@ class Tally:
 
 def run_tests(branch: Any, env: Environment, tests: list[str], timeout: float,
               coverage: list[str] | None = None) -> tuple[Any, dict[str, Any]]:  # fmt: skip
-    from .check import parse
-
     argv = spec_argv(env, tests, [], coverage)
     result = branch.run(argv, timeout=timeout, cwd=".", env=setup_environment(env),
                         output_cap=64 * 2**20)  # fmt: skip
@@ -304,30 +297,37 @@ def has_syntax_error(table: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What one run of test ids gave: each test's outcome and the failures' reports."""
+
+    outcomes: dict[str, str]
+    reports: dict[str, str]
+    timed_out: bool = False
+
+
 def try_mutant(ws: Any, env: Environment, mutant: mutation.Mutant, original: str,
-               tests: list[str], timeout: float, lint: bool) -> tuple[str | None, CheckResult | None]:  # fmt: skip  # noqa: E501
-    """(why it is rejected or None, the run's result) for one candidate, in its own branch."""
+               tests: list[str], timeout: float, lint: bool
+               ) -> tuple[str | None, Outcome]:  # fmt: skip
+    """(why it is rejected or None, what the tests gave) for one candidate, in its own branch."""
     branch = ws.branch(f"mutation|{mutant.id}|{mutant.start}")
     try:
         branch.write(mutant.path, mutant.apply(original))
         if lint and has_syntax_error(branch.lint([mutant.path], fixes=False)):
-            return "syntax error", None
-        argv = spec_argv(env, tests, [])
-        result = branch.run(argv, timeout=timeout, cwd=".", env=setup_environment(env))
+            return "syntax error", Outcome({}, {})
+        result, data = run_tests(branch, env, tests, timeout)
     finally:
         branch.drop()
-    probe = Task(id="", project="", statement="", files=(), solution=(), hidden="", repro=None,
-                 fail_to_pass=tuple(tests))  # fmt: skip
-    return None, interpret_ids(result, probe, [])
+    return None, Outcome(data.get("outcomes", {}), data.get("reports", {}), result.timed_out)
 
 
-def verdict(check: CheckResult, tests: list[str], max_failing: int) -> tuple[str | None, list[str]]:
-    if check.error and "timed out" in check.error:
+def verdict(run: Outcome, tests: list[str], max_failing: int) -> tuple[str | None, list[str]]:
+    """(why the candidate is rejected or None, the tests it breaks)."""
+    if run.timed_out:
         return "timed out", []
-    if "<collection>" in check.outcomes or any(o == "error" for t, o in check.outcomes.items()
-                                               if t not in tests):  # fmt: skip
-        return "breaks collection", []
-    failing = [t for t in tests if check.outcomes.get(t) != "passed"]
+    if any(o == "error" for t, o in run.outcomes.items() if t not in tests):
+        return "breaks collection", []  # an error outside the tests: a module did not import
+    failing = [t for t in tests if run.outcomes.get(t) != "passed"]
     if not failing:
         return "no test fails", []
     if len(failing) > max_failing:
@@ -408,19 +408,18 @@ def _generate(ws, env, base, texts, root, n, seed, max_failing, sample, per_func
             continue
         tally.tried += 1
         tests = reaching(mutant, base)
-        why, check = try_mutant(ws, env, mutant, texts[mutant.path], tests, timeout, lint)
+        why, run = try_mutant(ws, env, mutant, texts[mutant.path], tests, timeout, lint)
         failing: list[str] = []
-        if why is None and check is not None:
-            why, failing = verdict(check, tests, max_failing)
+        if why is None:
+            why, failing = verdict(run, tests, max_failing)
         if why is not None:
             tally.reject(why)
             continue
-        assert check is not None
         still = [t for t in tests if t not in failing]
         others = sorted(base.passing - set(tests))
         keep = pass_to_pass_sample(still, others, sample, rng)
         task_id = _unique(mutant.id, {t.id for t in tasks})
-        tasks.append(make_task(mutant, texts[mutant.path], failing, keep, check.reports, root,
+        tasks.append(make_task(mutant, texts[mutant.path], failing, keep, run.reports, root,
                                task_id))  # fmt: skip
         per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function), 0) + 1
         tally.kept += 1
