@@ -172,3 +172,13 @@ def test_swebench_instances_are_graded_at_their_base_commit(checkout):
     assert cells["right"]["solved"] and not cells["wrong"]["solved"]
     assert cells["right"]["run_requests"] == 1  # one grading run, in its own branch
     assert snapshot(repo) == before
+
+
+def test_a_repository_setup_command_runs_before_every_check(checkout):
+    repo, instances = checkout
+    failing_setup = {"path": str(repo), "setup": "echo building >&2 && exit 3"}
+    suite = sk.swebench_suite(instances, {"me/calc": failing_setup})
+    assert suite.environments[""].setup == failing_setup["setup"]
+    row = suite.validate().iloc[0]
+    assert not row.fails_on_task and not row.passes_on_original
+    assert "did not finish (exit 3)" in row.error and "building" in row.error

@@ -188,6 +188,15 @@ def test_summary_reports_cost_per_solved_task_and_power():
     assert "4 pairs detect a difference in success rate of none (too few pairs)" in repr(s)
 
 
+def test_experiment_takes_names_for_the_agent_and_the_suite():
+    from shadowkernel.evals.experiment import as_agent, as_suite
+
+    builtin = as_suite("builtin")
+    assert builtin == sk.builtin_suite() == as_suite(None) == as_suite(builtin.root)
+    agent = as_agent("simulated", builtin)
+    assert agent.simulated and agent.suite is builtin
+
+
 @pytest.mark.parametrize(
     ("call", "argument"),
     [

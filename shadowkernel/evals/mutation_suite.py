@@ -393,8 +393,10 @@ def mutation_suite(
                  extra=tally.as_extra(), environments={"": env})  # fmt: skip
 
 
-def _generate(ws, env, base, texts, root, n, seed, max_failing, sample, per_function,
-              max_candidates, timeout, lint, tally, progress) -> list[Task]:  # fmt: skip
+def _generate(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], root: str,
+              n: int, seed: int, max_failing: int, sample: int, per_function: int,
+              max_candidates: int, timeout: float, lint: bool, tally: Tally,
+              progress: bool) -> list[Task]:  # fmt: skip
     order = candidates(texts, base, seed)
     tally.candidates = len(order)
     rng = random.Random(f"pass-to-pass|{seed}")
