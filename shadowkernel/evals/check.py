@@ -99,32 +99,34 @@ def make_checker(suite: Any, timeout: float = 60):
 _GRADES = itertools.count(1)
 
 
-def spec_argv(setup: Any, hidden: list[str], visible: list[str], coverage: list[str] | None = None
+def spec_argv(env: Any, hidden: list[str], visible: list[str], coverage: list[str] | None = None
               ) -> list[str]:  # fmt: skip
-    """The driver's command for test ids (a shell line when the environment has a setup)."""
-    spec = {"hidden": hidden, "visible": visible, "options": list(setup.options),
+    """The driver's command for test ids in the project's Environment (a shell line when it
+    has a setup command)."""
+    spec = {"hidden": hidden, "visible": visible, "options": list(env.options),
             "outcomes": True, "coverage": coverage}  # fmt: skip
-    argv = [setup.python, DRIVER, "--spec", json.dumps(spec)]
-    if setup.setup:
-        return ["/bin/sh", "-c", f"{setup.setup} && exec {shlex.join(argv)}"]
+    argv = [env.python, DRIVER, "--spec", json.dumps(spec)]
+    if env.setup:
+        return ["/bin/sh", "-c", f"{env.setup} && exec {shlex.join(argv)}"]
     return argv
 
 
-def setup_environment(setup: Any) -> dict[str, str]:
-    env = environment()
-    if setup.autoload:
-        del env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-    env.update(dict(setup.env))
-    return env
+def variables(env: Any) -> dict[str, str]:
+    """The environment variables of a run in the project's Environment."""
+    values = environment()
+    if env.autoload:
+        del values["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    values.update(dict(env.env))
+    return values
 
 
-def run_ids(branch: Any, task: Any, setup: Any, hidden: list[str], visible: list[str],
+def run_ids(branch: Any, task: Any, env: Any, hidden: list[str], visible: list[str],
             timeout: float) -> Any:  # fmt: skip
     """Run test ids in `branch` (or, with a test patch, in a grading branch made from it)."""
-    argv = spec_argv(setup, hidden, visible)
-    cwd, env = task.project or ".", setup_environment(setup)
+    argv = spec_argv(env, hidden, visible)
+    options = {"timeout": timeout, "cwd": task.project or ".", "env": variables(env)}
     if not task.test_patch:
-        return branch.run(argv, timeout=timeout, cwd=cwd, env=env), argv
+        return branch.run(argv, **options)
     grade = branch.workspace.branch(f"{branch.name}|grade-{next(_GRADES)}")
     try:
         for path, data in sorted(branch.files.items()):
@@ -133,19 +135,19 @@ def run_ids(branch: Any, task: Any, setup: Any, hidden: list[str], visible: list
             else:
                 grade.write(path, data.decode("utf-8"))
         grade.apply_patch(task.test_patch)
-        return grade.run(argv, timeout=timeout, cwd=cwd, env=env), argv
+        return grade.run(argv, **options)
     finally:
         grade.drop()
 
 
-def check_ids(branch: Any, task: Any, setup: Any, with_visible: bool, timeout: float
+def check_ids(branch: Any, task: Any, env: Any, with_visible: bool, timeout: float
               ) -> CheckResult:  # fmt: skip
-    if setup is None:
+    if env is None:
         return CheckResult(False, None, error=f"the suite has no environment for project "
                            f"{task.project!r} (Suite.environments)")  # fmt: skip
     hidden = [*task.fail_to_pass, *task.pass_to_pass]
     visible = list(task.visible_tests) if with_visible else []
-    result, argv = run_ids(branch, task, setup, hidden, visible, timeout)
+    result = run_ids(branch, task, env, hidden, visible, timeout)
     return interpret_ids(result, task, visible)
 
 

@@ -46,7 +46,7 @@ from typing import Any
 from ..agents.edits import Replace
 from ..errors import ArgumentError
 from . import mutation
-from .check import normalize, parse, setup_environment, spec_argv
+from .check import normalize, parse, spec_argv, variables
 from .suite import Environment, Suite, Task
 
 IMPORT_TIME = ""  # coverage's context before the first test: collection and imports
@@ -263,7 +263,7 @@ class Tally:
 def run_tests(branch: Any, env: Environment, tests: list[str], timeout: float,
               coverage: list[str] | None = None) -> tuple[Any, dict[str, Any]]:  # fmt: skip
     argv = spec_argv(env, tests, [], coverage)
-    result = branch.run(argv, timeout=timeout, cwd=".", env=setup_environment(env),
+    result = branch.run(argv, timeout=timeout, cwd=".", env=variables(env),
                         output_cap=64 * 2**20)  # fmt: skip
     return result, parse(result.stdout)[2]
 
