@@ -207,7 +207,8 @@ def experiment(
 
     `agent`: a callable from an Observation to edits, or "simulated" (a SimulatedAgent over
     the suite); `suite`: a Suite, "builtin" or a suite folder; `conditions`: names from
-    CONDITIONS or Conditions. Bad arguments raise ArgumentError naming them. `seeds`: a count (0..n-1) or the seeds themselves. `workers`: None runs in this process
+    CONDITIONS or Conditions. Bad arguments raise ArgumentError naming them. `seeds`: a count
+    (0..n-1) or the seeds themselves. `workers`: None runs in this process
     (`concurrency` cells at a time on one Workspace with `lanes` shadows, or on `workspace`);
     "local" or a Ray address fans out to `n_workers` Ray actors, each with its own Workspace.
     `cache`: a folder of finished cells; a rerun skips them. Returns one row per cell;
