@@ -40,6 +40,8 @@ _LAZY = {
     "summary": ".evals",
     "builtin_suite": ".evals",
     "load_suite": ".evals",
+    "mutation_suite": ".evals",
+    "swebench_suite": ".evals",
     "Observation": ".agents",
     "ScriptedAgent": ".agents",
     "SimulatedAgent": ".agents",
@@ -72,6 +74,8 @@ __all__ = [
     "summary",
     "builtin_suite",
     "load_suite",
+    "mutation_suite",
+    "swebench_suite",
     "Observation",
     "ScriptedAgent",
     "SimulatedAgent",
@@ -93,6 +97,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from .agents import Observation, OpenAIChatAgent, ScriptedAgent, SimulatedAgent
+    from .evals.experiment import experiment
+    from .evals.mutation_suite import mutation_suite
+    from .evals.stats import summary
+    from .evals.suite import builtin_suite, load_suite
+    from .evals.swebench import swebench_suite
     from .lsp import Lint
     from .run import RunResult
     from .sched.timeline import Event, Timeline

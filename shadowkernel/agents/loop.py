@@ -5,6 +5,10 @@ turns or until the task's hidden tests pass. Each turn is recorded as a `Step` (
 agent was shown, the prompt size, the edits, what went wrong, the check's outcome, timings),
 so an episode can be inspected as a table and replayed (`replay_agent`).
 
+A task that starts from a staged version (`task.start`: a mutant, a base commit's files) has
+it staged first, as the branch's first version; the agent's turns build on it, and lints
+are marked new against it (one extra lint request per episode, in conditions with lints).
+
 Nothing an agent does stops the loop: an agent that raises, returns something that is not
 edits, or proposes an edit that cannot be staged gets a failed step with its error, and the
 next turn tells it what happened. Only BaseExceptions that are not Exceptions (Ctrl-C)
@@ -21,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ShadowError
+from ..errors import ArgumentError, ShadowError
 from . import edits as E
 from . import prompt
 from .observation import (
@@ -31,6 +35,7 @@ from .observation import (
     RunShown,
     lints_from_table,
     lints_to_show,
+    relative_to_start,
     run_to_show,
 )
 from .observation import (
@@ -41,10 +46,14 @@ Agent = Callable[[Observation], Any]
 
 
 class TaskLike(Protocol):
-    id: str
-    statement: str
-    files: tuple[str, ...]
-    problem: str | None
+    @property
+    def id(self) -> str: ...
+    @property
+    def statement(self) -> str: ...
+    @property
+    def files(self) -> tuple[str, ...]: ...
+    @property
+    def problem(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,8 @@ class CheckResult:
     hidden_output: str = ""  # for the record; never shown to an agent
     error: str | None = None  # the check itself could not decide (a malformed task)
     seconds: float = 0.0
+    outcomes: dict[str, str] = field(default_factory=dict)  # test id -> outcome, when known
+    reports: dict[str, str] = field(default_factory=dict)  # test id -> failure report
 
 
 Checker = Callable[[Any, Any, bool], CheckResult]  # (branch, task, with_visible) -> result
@@ -189,20 +200,22 @@ def run_episode(
     """Run one episode of `agent` on `task` in `branch` (a fresh shadowkernel Branch)."""
     cond = as_condition(condition)
     if budget < 1:
-        raise ValueError(f"budget={budget}: give at least 1 turn")
+        raise ArgumentError(f"budget={budget}: give at least 1 turn")
     episode = Episode(task.id, cond.name, seed, budget)
-    if task.problem:
-        episode.steps.append(Step(0, error=task.problem, error_kind="task"))
+    problem = task.problem or _start(branch, task)
+    if problem:
+        episode.steps.append(Step(0, error=problem, error_kind="task"))
         episode.stopped = "task"
         return episode
+    start = _start_lints(branch, task, cond)
     lints: tuple[LintShown, ...] = ()
     run: RunShown | None = None
     history: list[str] = []
     for turn in range(budget):
         obs = Observation(
-            task=task.statement, files=files_shown(task, list(branch.files), _reader(branch)),
+            task=task.statement, files=files_shown(task, touched(branch, task), _reader(branch)),
             lints=lints, run=run, turn=turn, task_id=task.id, condition=cond.name, seed=seed,
-            history=tuple(history),
+            history=tuple(history), template=cond.template,
         )  # fmt: skip
         step, visible = _turn(agent, branch, task, check, cond, obs)
         episode.steps.append(step)
@@ -214,7 +227,7 @@ def run_episode(
             episode.solved, episode.stopped = step.passed, stop
             return episode
         history.append(history_line(step))
-        lints = _lints(step, branch, task, cond)
+        lints = _lints(step, branch, task, cond, start)
         run = run_to_show(cond, visible)
     return episode  # unreachable: the last turn always stops
 
@@ -296,13 +309,57 @@ def _check(step: Step, branch: Any, task: TaskLike, check: Checker, cond: Condit
     return result.visible
 
 
-def _lints(step: Step, branch: Any, task: TaskLike, cond: Condition) -> tuple[LintShown, ...]:
+def start_texts(task: Any) -> dict[str, str]:
+    """The starting version's texts of the focus files (the files whose lints are shown)."""
+    focus = set(task.files)
+    return {p: t for p, t in getattr(task, "start", ()) if t is not None and p in focus}
+
+
+def touched(branch: Any, task: Any) -> list[str]:
+    """The paths the agent changed: the branch's, less those still as the start staged them."""
+    start = {p: None if t is None else t.encode() for p, t in getattr(task, "start", ())}
+    return [p for p, data in branch.files.items() if p not in start or start[p] != data]
+
+
+def stage_start(branch: Any, task: Any) -> None:
+    """Stage the task's starting version (nothing for a task that starts from the folder)."""
+    for path, text in getattr(task, "start", ()):
+        if text is None:
+            branch.delete(path)
+        else:
+            branch.write(path, text)
+
+
+def _start(branch: Any, task: TaskLike) -> str | None:
+    try:
+        stage_start(branch, task)
+    except (ShadowError, ValueError) as e:
+        return f"the task's starting version cannot be staged: {error_text(e)}"
+    return None
+
+
+def _start_lints(branch: Any, task: TaskLike, cond: Condition) -> tuple[LintShown, ...]:
+    """The lints of the starting version's staged files: the base of `new` for those files."""
+    paths = sorted(start_texts(task))
+    if cond.lints == "none" or not paths:
+        return ()
+    try:
+        return lints_from_table(branch.lint(paths))
+    except Exception:
+        return ()  # then every lint in those files counts as new; the turns' lints still show
+
+
+def _lints(step: Step, branch: Any, task: TaskLike, cond: Condition,
+           start_lints: tuple[LintShown, ...]) -> tuple[LintShown, ...]:  # fmt: skip
     if cond.lints == "none":
         return ()
     start = time.perf_counter()
     try:
-        paths = [p for p in files_shown(task, list(branch.files), _reader(branch))]
-        return lints_to_show(cond, lints_from_table(branch.lint(paths)))
+        files = files_shown(task, touched(branch, task), _reader(branch))
+        lints = lints_from_table(branch.lint(list(files)))
+        if start_texts(task):
+            lints = relative_to_start(lints, start_lints, start_texts(task), files)
+        return lints_to_show(cond, lints)
     except Exception as e:
         step.error = step.error or f"lint: {error_text(e)}"
         step.error_kind = step.error_kind or "lint"

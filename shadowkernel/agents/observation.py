@@ -1,16 +1,25 @@
 """What an agent sees each turn, and which feedback each experimental condition shows (pure).
 
-A condition decides two things: which lints the agent sees (none, all of them, or only those
-its own edits introduced) and whether it sees the output of the task's visible command. The
-selection below is the single place that decides it, so "none shows nothing" and "new-only
-hides pre-existing lints" are properties of one small function, tested directly.
+A condition decides what feedback the agent sees and how it is presented: which lints (none,
+all of them, or only those its own edits introduced), whether their quick fixes come with
+them, whether it sees the output of the task's visible test run, and the prompt template
+that presents it all (`templates.TEMPLATES`). The selection below is the single place that
+decides it, so "none shows nothing" and "new-only hides pre-existing lints" are properties
+of one small function, tested directly.
+
+"New" means introduced by the agent: for a task that starts from a staged version (a mutant,
+a base commit), lints are compared with that start (`relative_to_start`), not with the
+user's folder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from ..errors import ArgumentError
+from .templates import TEMPLATES
 
 LintScope = Literal["none", "all", "new"]
 
@@ -28,10 +37,15 @@ class LintShown:
     message: str
     severity: str
     new: bool  # introduced by the agent's edits (False: it was already in the project)
+    fixes: tuple[str, ...] = ()  # the quick fixes on offer, described (conditions with fixes)
+
+    @property
+    def origin(self) -> str:
+        return "new" if self.new else "pre-existing"
 
     def render(self) -> str:
-        origin = "new" if self.new else "pre-existing"
-        return f"{self.path}:{self.line}:{self.column}: {self.code} {self.message} ({origin})"
+        text = f"{self.path}:{self.line}:{self.column}: {self.code} {self.message} ({self.origin})"
+        return text + "".join(f"\n    quick fix: {f}" for f in self.fixes)
 
 
 @dataclass(frozen=True)
@@ -53,16 +67,23 @@ class Condition:
     name: str
     lints: LintScope = "none"
     run: bool = False
+    fixes: bool = False  # show each lint's quick fixes with it
+    template: str = "plain"  # how the prompt presents the feedback (prompt.TEMPLATES)
 
     def __post_init__(self) -> None:
         if self.lints not in ("none", "all", "new"):
-            raise ValueError(f"Condition.lints={self.lints!r}: use 'none', 'all' or 'new'")
+            raise ArgumentError(f"Condition.lints={self.lints!r}: use 'none', 'all' or 'new'")
+        if self.template not in TEMPLATES:
+            raise ArgumentError(f"Condition.template={self.template!r}: use one of "
+                                f"{', '.join(TEMPLATES)} (or add one to "
+                                "templates.TEMPLATES)")  # fmt: skip
 
 
 CONDITIONS: dict[str, Condition] = {
     "none": Condition("none"),
     "all-lints": Condition("all-lints", lints="all"),
     "new-lints": Condition("new-lints", lints="new"),
+    "new-lints+fixes": Condition("new-lints+fixes", lints="new", fixes=True),
     "lints+run": Condition("lints+run", lints="new", run=True),
 }
 
@@ -74,8 +95,9 @@ def condition(value: str | Condition) -> Condition:
     try:
         return CONDITIONS[value]
     except (KeyError, TypeError):
-        raise ValueError(f"condition {value!r} is unknown; use one of {', '.join(CONDITIONS)} "
-                         "or a Condition(name, lints=..., run=...)") from None  # fmt: skip
+        raise ArgumentError(f"condition {value!r} is unknown; use one of "
+                            f"{', '.join(CONDITIONS)} or a Condition(name, lints=..., run=..., "
+                            "fixes=..., template=...)") from None  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,15 +114,16 @@ class Observation:
     seed: int = 0  # the experiment cell's seed: agents draw their randomness from it
     history: tuple[str, ...] = ()  # one line per earlier turn (what was staged, what failed)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    template: str = "plain"  # the condition's prompt template
 
 
 def lints_to_show(cond: Condition, lints: Iterable[LintShown]) -> tuple[LintShown, ...]:
-    """The lints condition `cond` shows: none, all, or only those the agent introduced."""
+    """The lints condition `cond` shows: none, all, or only those the agent introduced; with
+    their quick fixes only when the condition shows fixes."""
     if cond.lints == "none":
         return ()
-    if cond.lints == "new":
-        return tuple(x for x in lints if x.new)
-    return tuple(lints)
+    shown = tuple(x for x in lints if x.new) if cond.lints == "new" else tuple(lints)
+    return shown if cond.fixes else tuple(replace(x, fixes=()) for x in shown)
 
 
 def run_to_show(cond: Condition, run: RunShown | None) -> RunShown | None:
@@ -112,9 +135,39 @@ def lints_from_table(table: Any) -> tuple[LintShown, ...]:
     rows = []
     for r in table.itertuples(index=False):
         new = True if r.new is None or r.new != r.new else bool(r.new)  # None/NaN: unknown
+        fixes = tuple(describe_fix(f) for f in (getattr(r, "fixes", None) or ()))
         rows.append(LintShown(str(r.path), int(r.line), int(r.column), str(r.code or ""),
-                              str(r.message), str(r.severity), new))  # fmt: skip
+                              str(r.message), str(r.severity), new, fixes))  # fmt: skip
     return tuple(rows)
+
+
+def describe_fix(fix: Any) -> str:
+    """A quick fix as a prompt shows it: its title and what each edit puts where."""
+    edits = [f"{e.line}:{e.column}-{e.end_line}:{e.end_column} -> {e.new_text!r}"
+             for e in getattr(fix, "edits", ())]  # fmt: skip
+    return str(getattr(fix, "title", fix)) + (f" ({'; '.join(edits)})" if edits else "")
+
+
+def relative_to_start(lints: Sequence[LintShown], start: Sequence[LintShown],
+                      start_texts: Mapping[str, str], texts: Mapping[str, str]
+                      ) -> tuple[LintShown, ...]:  # fmt: skip
+    """`lints` with `new` recomputed against the task's starting version for the paths the
+    start staged (`start_texts`); lints elsewhere keep their flag (their base is the start)."""
+    from ..lsp import Lint, mark_new
+    from ..paths import RelPath
+
+    def lint(x: LintShown) -> Lint:
+        return Lint(RelPath(x.path), x.line, x.column, x.line, x.column, x.severity, x.code, "",
+                    x.message)  # fmt: skip
+
+    at = [i for i, x in enumerate(lints) if x.path in start_texts]
+    flags = mark_new([lint(lints[i]) for i in at], [lint(x) for x in start],
+                     {RelPath(p): t for p, t in start_texts.items()},
+                     {RelPath(p): texts[p] for p in start_texts if p in texts})  # fmt: skip
+    out = list(lints)
+    for i, flag in zip(at, flags, strict=True):
+        out[i] = replace(out[i], new=flag)
+    return tuple(out)
 
 
 def tail(text: str, limit: int = RUN_OUTPUT_LIMIT) -> str:

@@ -32,6 +32,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..errors import ArgumentError
 from ..text import positions
 from . import edits as E
 from .observation import LintShown, Observation
@@ -51,7 +52,7 @@ class Behaviour:
     def __post_init__(self) -> None:
         for name, p in asdict(self).items():
             if not 0.0 <= p <= 1.0:
-                raise ValueError(f"{name}={p}: a probability must be within [0, 1]")
+                raise ArgumentError(f"{name}={p}: a probability must be within [0, 1]")
 
 
 class SimulatedAgent:
@@ -108,7 +109,8 @@ class SimulatedAgent:
         else rewrite the file unchanged."""
         text = obs.files.get(lint.path)
         if text is None:
-            return [E.FullText(p, t) for p, t in obs.files.items()][:1]
+            first: list[E.Edit] = [E.FullText(p, t) for p, t in obs.files.items()]
+            return first[:1]
         lines = positions.split_lines(text, keepends=True)
         line = lines[lint.line - 1] if 0 < lint.line <= len(lines) else ""
         if line.lstrip().startswith(("import ", "from ")) and text.count(line) == 1:
@@ -116,33 +118,53 @@ class SimulatedAgent:
         return [E.FullText(lint.path, text)]
 
     def _texts(self, task_id: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-        """(unused, solved text per solution file, original text per solution file)."""
+        """(unused, solved text per solution file, starting text per solution file)."""
         if task_id not in self._cache:
             task = self.suite[task_id]
+            start = dict(getattr(task, "start", ()))
             originals: dict[str, str] = {}
+
+            def read(path: str) -> str | None:
+                if path not in originals:
+                    text = start[path] if path in start else self._read(path)
+                    if text is None:
+                        return None
+                    originals[path] = text
+                return solved.get(path, originals[path])
+
             solved: dict[str, str] = {}
             for edit in task.solution:
-                if edit.path not in originals:
-                    with open(os.path.join(self.suite.workspace_root, edit.path)) as f:
-                        originals[edit.path] = f.read()
-                    solved[edit.path] = originals[edit.path]
-                solved[edit.path] = _apply(solved[edit.path], edit)
-            self._cache[task_id] = ({}, solved, originals)
+                solved.update(_apply(edit, read))
+            self._cache[task_id] = ({}, solved, {p: originals.get(p, "") for p in solved})
         return self._cache[task_id]
+
+    def _read(self, path: str) -> str | None:
+        try:
+            with open(os.path.join(self.suite.workspace_root, path)) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
 
     def __repr__(self) -> str:
         return f"<SimulatedAgent seed={self.seed} {self.behaviour}>"
 
 
-def _apply(text: str, edit: E.Edit) -> str:
+def _apply(edit: E.Edit, read: Any) -> dict[str, str]:
+    """The texts a solution edit makes, reading the current ones through `read`."""
     if isinstance(edit, E.Replace):
+        text = read(edit.path) or ""
         if text.count(edit.old) != 1:
-            raise ValueError(f"solution edit for {edit.path}: old text is not unique")
-        return text.replace(edit.old, edit.new)
+            raise ArgumentError(f"solution edit for {edit.path}: old text is not unique")
+        return {edit.path: text.replace(edit.old, edit.new)}
     if isinstance(edit, E.FullText):
-        return edit.text
-    raise ValueError(f"the simulated agent needs solutions as replace or write edits, not "
-                     f"{type(edit).__name__}")  # fmt: skip
+        return {edit.path: edit.text}
+    if isinstance(edit, E.Patch):
+        from ..text.patches import apply_patch
+
+        changes = apply_patch(edit.diff, read)
+        return {p: t for p, t in changes.items() if t is not None}
+    raise ArgumentError(f"the simulated agent needs solutions as replace, write or patch "
+                        f"edits, not {type(edit).__name__}")  # fmt: skip
 
 
 # -- mistakes (pure) --------------------------------------------------------------------------
@@ -170,7 +192,7 @@ def lint_mistake(original: str, solved: str) -> str | None:
         lines = positions.split_lines(solved, keepends=True)
         line = lines[node.lineno - 1]
         start = len(line.encode()[: node.col_offset].decode())
-        lines[node.lineno - 1] = line[:start] + typo + line[start + len(node.id):]
+        lines[node.lineno - 1] = line[:start] + typo + line[start + len(node.id) :]
         return "".join(lines)
     return None
 

@@ -1,12 +1,19 @@
-"""Task suites and lint-feedback experiments on top of the agent loop."""
+"""Task suites and lint-feedback experiments on top of the agent loop.
+
+Suites: the built-in folder suite, `mutation_suite` (bugs made from any repository with a
+pytest suite) and `swebench_suite` (SWE-bench instances over local checkouts).
+"""
 
 from .check import make_checker
 from .experiment import episode, experiment, reproducible, steps
+from .mutation_suite import mutation_suite
 from .plots import plot
-from .stats import Summary, bootstrap_diff, mcnemar, summary
-from .suite import Suite, Task, builtin_suite, load_suite, load_task
+from .stats import Summary, bootstrap_diff, mcnemar, minimum_detectable_effect, summary
+from .suite import Environment, Suite, Task, builtin_suite, load_suite, load_task
+from .swebench import load_instances, swebench_suite
 
 __all__ = [
+    "Environment",
     "Suite",
     "Summary",
     "Task",
@@ -14,12 +21,16 @@ __all__ = [
     "builtin_suite",
     "episode",
     "experiment",
+    "load_instances",
     "load_suite",
     "load_task",
     "make_checker",
     "mcnemar",
+    "minimum_detectable_effect",
+    "mutation_suite",
     "plot",
     "reproducible",
     "steps",
     "summary",
+    "swebench_suite",
 ]

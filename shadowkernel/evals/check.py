@@ -1,16 +1,23 @@
 """Deciding a task: its hidden tests, run inside the shadow at the branch's version.
 
-`check(branch, task, with_visible)` is the loop's checker for suites in the folder format.
-The command runs our own interpreter (the suite's projects need only pytest) with plugin
-autoloading off and no bytecode written. Output shown to agents is normalized (durations and
-memory addresses removed) so that seeded experiments reproduce bit for bit.
+`check(branch, task, with_visible)` is the loop's checker. For a suite folder's task the
+command runs our own interpreter (the suite's projects need only pytest) on the hidden
+folder. For a task that names its tests by id (mutation and SWE-bench suites) it runs the
+project's `Environment` (its interpreter, its setup command) on `fail_to_pass` and
+`pass_to_pass`, and the task is solved when every one of them passes; a task with a
+`test_patch` is graded in a throwaway branch holding the agent's files plus that patch, so
+the agent's own branch never shows the graded tests. Plugin autoloading is off unless the
+environment asks for it, and no bytecode is written. Output shown to agents is normalized
+(durations and memory addresses removed) so that seeded experiments reproduce bit for bit.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,9 +57,9 @@ def visible_command(argv: list[str]) -> str:
     return "pytest -q " + " ".join(shown)
 
 
-def parse(stdout: str) -> tuple[str | None, str, dict[str, int]]:
+def parse(stdout: str) -> tuple[str | None, str, dict[str, Any]]:
     """(visible output or None, hidden output, exit codes) from the driver's output."""
-    codes: dict[str, int] = {}
+    codes: dict[str, Any] = {}
     match = re.search(rf"^{re.escape(driver.RESULT)}(.*)$", stdout, re.M)
     if match:
         codes = json.loads(match[1])
@@ -77,11 +84,94 @@ def make_checker(suite: Any, timeout: float = 60):
     """The checker the loop calls: (branch, task, with_visible) -> CheckResult."""
 
     def check(branch: Any, task: Any, with_visible: bool) -> CheckResult:
+        if task.by_test_ids:
+            return check_ids(branch, task, suite.environments.get(task.project), with_visible,
+                             timeout)  # fmt: skip
         argv = command(task, suite.pytest_ini, with_visible, suite.workspace_root)
         result = branch.run(argv, timeout=timeout, cwd=task.project, env=environment())
         return interpret(result, argv)
 
     return check
+
+
+# -- tasks whose tests are named by id ------------------------------------------------------------
+
+_GRADES = itertools.count(1)
+
+
+def spec_argv(env: Any, hidden: list[str], visible: list[str], coverage: list[str] | None = None
+              ) -> list[str]:  # fmt: skip
+    """The driver's command for test ids in the project's Environment (a shell line when it
+    has a setup command)."""
+    spec = {"hidden": hidden, "visible": visible, "options": list(env.options),
+            "outcomes": True, "coverage": coverage}  # fmt: skip
+    argv = [env.python, DRIVER, "--spec", json.dumps(spec)]
+    if env.setup:
+        return ["/bin/sh", "-c", f"{env.setup} && exec {shlex.join(argv)}"]
+    return argv
+
+
+def variables(env: Any) -> dict[str, str]:
+    """The environment variables of a run in the project's Environment."""
+    values = environment()
+    if env.autoload:
+        del values["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    values.update(dict(env.env))
+    return values
+
+
+def run_ids(branch: Any, task: Any, env: Any, hidden: list[str], visible: list[str],
+            timeout: float) -> Any:  # fmt: skip
+    """Run test ids in `branch` (or, with a test patch, in a grading branch made from it)."""
+    argv = spec_argv(env, hidden, visible)
+    options = {"timeout": timeout, "cwd": task.project or ".", "env": variables(env)}
+    if not task.test_patch:
+        return branch.run(argv, **options)
+    grade = branch.workspace.branch(f"{branch.name}|grade-{next(_GRADES)}")
+    try:
+        for path, data in sorted(branch.files.items()):
+            if data is None:
+                grade.delete(path)
+            else:
+                grade.write(path, data.decode("utf-8"))
+        grade.apply_patch(task.test_patch)
+        return grade.run(argv, **options)
+    finally:
+        grade.drop()
+
+
+def check_ids(branch: Any, task: Any, env: Any, with_visible: bool, timeout: float
+              ) -> CheckResult:  # fmt: skip
+    if env is None:
+        return CheckResult(False, None, error=f"the suite has no environment for project "
+                           f"{task.project!r} (Suite.environments)")  # fmt: skip
+    hidden = [*task.fail_to_pass, *task.pass_to_pass]
+    visible = list(task.visible_tests) if with_visible else []
+    result = run_ids(branch, task, env, hidden, visible, timeout)
+    return interpret_ids(result, task, visible)
+
+
+def solved(outcomes: dict[str, str], task: Any) -> bool:
+    """Every fail-to-pass test passed; every pass-to-pass test passed or was skipped."""
+    return all(outcomes.get(t) == "passed" for t in task.fail_to_pass) and all(
+        outcomes.get(t) in ("passed", "skipped") for t in task.pass_to_pass)  # fmt: skip
+
+
+def interpret_ids(result: Any, task: Any, visible: list[str]) -> CheckResult:
+    shown_output, hidden, data = parse(result.stdout)
+    outcomes = data.get("outcomes", {}) if isinstance(data, dict) else {}
+    error = None
+    if result.timed_out:
+        error = "the hidden tests timed out"
+    elif "hidden" not in data:
+        error = f"the check did not finish (exit {result.exit_code}): {tail(result.stderr, 500)}"
+    shown = None
+    if visible and shown_output is not None:
+        command = "pytest -q " + " ".join(visible)
+        shown = RunShown(command, data.get("visible"), tail(normalize(shown_output)))
+    return CheckResult(error is None and solved(outcomes, task), data.get("hidden"), shown,
+                       tail(normalize(hidden)), error, result.duration,
+                       outcomes=dict(outcomes), reports=dict(data.get("reports", {})))  # fmt: skip
 
 
 def interpret(result: Any, argv: list[str]) -> CheckResult:

@@ -11,6 +11,11 @@ run resumes where it stopped. The result is one row per cell in task, condition,
 columns starting with `seconds_` are wall-clock and excluded by `reproducible()`. A seeded
 run with a scripted or simulated agent reproduces `reproducible(df)` bit for bit.
 
+Accounting per cell, from the shadow's timeline (the cell's branch and its grading
+branches): `lint_requests` and `run_requests` (counts, reproducible), `seconds_switch` (time
+the shadow spent switching to the cell's versions) and `seconds_wait` (time its requests
+queued behind other cells'), beside the tokens and wall time.
+
 Caveats: a cell's agent must be picklable for Ray; the timeline of a Ray run concatenates
 the workers' timelines with lanes renumbered, and their clocks start at each worker's own
 workspace start.
@@ -34,15 +39,17 @@ import pandas as pd
 from ..agents.loop import TIMING_FIELDS, Episode, run_episode
 from ..agents.observation import CONDITIONS, Condition
 from ..agents.observation import condition as as_condition
+from ..errors import ArgumentError
 from .check import make_checker
-from .suite import Suite, Task, builtin_suite
+from .suite import Suite, Task, builtin_suite, load_suite
 
 DEFAULT_CONDITIONS = tuple(CONDITIONS)
 COLUMNS = (
     "task", "project", "kind", "condition", "seed", "agent", "simulated", "solved", "turns",
     "stopped", "tokens", "prompt_tokens", "completion_tokens", "tokens_reported",
     "lints_shown", "new_lints_shown", "runs_shown", "failed_steps", "error", "final_exit",
-    "episode", "seconds_total", "seconds_agent", "seconds_check", "seconds_lint",
+    "lint_requests", "run_requests", "episode", "seconds_total", "seconds_agent",
+    "seconds_check", "seconds_lint", "seconds_switch", "seconds_wait",
 )  # fmt: skip
 
 
@@ -122,17 +129,29 @@ def row(cell: Cell, ep: Episode, agent: Any, seconds: float) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def accounting(events: Sequence[Any], branch: str) -> dict[str, Any]:
+    """The shadow's work for one cell: its branch's requests and their grading branches'."""
+    mine = [e for e in events if e.branch == branch or e.branch.startswith(branch + "|grade-")]
+    return {"lint_requests": sum(1 for e in mine if e.kind == "lint"),
+            "run_requests": sum(1 for e in mine if e.kind == "run"),
+            "seconds_switch": sum(e.switch for e in mine),
+            "seconds_wait": sum(e.wait for e in mine)}  # fmt: skip
+
+
 def run_cell(ws: Any, agent: Any, suite: Suite, cell: Cell, budget: int, timeout: float
              ) -> dict[str, Any]:  # fmt: skip
     """One episode in a fresh branch of `ws`; the branch is dropped afterwards."""
     start = time.perf_counter()
+    before = len(ws.events())  # a name can come back in a later experiment on ws
     branch = ws.branch(cell.branch_name)
     try:
         ep = run_episode(agent, branch, cell.task, make_checker(suite, timeout), cell.condition,
                          budget=budget, seed=cell.seed)  # fmt: skip
     finally:
         branch.drop()
-    return row(cell, ep, agent, time.perf_counter() - start)
+    out = row(cell, ep, agent, time.perf_counter() - start)
+    out.update(accounting(ws.events()[before:], cell.branch_name))
+    return out
 
 
 # -- the cache ------------------------------------------------------------------------------------
@@ -186,17 +205,23 @@ def experiment(
 ) -> pd.DataFrame:
     """Run `agent` on every task x condition x seed of `suite` (default: the built-in suite).
 
-    `seeds`: a count (0..n-1) or the seeds themselves. `workers`: None runs in this process
+    `agent`: a callable from an Observation to edits, or "simulated" (a SimulatedAgent over
+    the suite); `suite`: a Suite, "builtin" or a suite folder; `conditions`: names from
+    CONDITIONS or Conditions. Bad arguments raise ArgumentError naming them. `seeds`: a count
+    (0..n-1) or the seeds themselves. `workers`: None runs in this process
     (`concurrency` cells at a time on one Workspace with `lanes` shadows, or on `workspace`);
     "local" or a Ray address fans out to `n_workers` Ray actors, each with its own Workspace.
     `cache`: a folder of finished cells; a rerun skips them. Returns one row per cell;
     `df.attrs` holds the `timeline` and whether the agent is `simulated`.
     """
-    suite = suite or builtin_suite()
-    conds = [as_condition(c) for c in conditions]
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-    if budget < 1 or not conds or not seed_list:
-        raise ValueError("experiment needs budget >= 1, at least one condition and one seed")
+    suite = as_suite(suite)
+    agent = as_agent(agent, suite)
+    conds = as_conditions(conditions)
+    seed_list = as_seeds(seeds)
+    _check_counts(budget=budget, n_workers=n_workers, concurrency=concurrency, lanes=lanes)
+    if workers is not None and not isinstance(workers, str):
+        raise ArgumentError(f"workers={workers!r}: give None (this process), 'local' or a Ray "
+                            "address such as 'ray://host:10001'")  # fmt: skip
     cells = [Cell(t, c, s) for t in suite for c in conds for s in seed_list]
     store = Cache(cache)
     keys = [cell_key(agent, suite, c, budget) for c in cells]
@@ -220,6 +245,64 @@ def experiment(
     df.attrs.update(simulated=simulated, agent=agent_name(agent), budget=budget,
                     timeline=Timeline(events, title=title, simulated=simulated))  # fmt: skip
     return df
+
+
+def as_suite(suite: Any) -> Suite:
+    """A Suite from itself, None or "builtin" (the built-in suite), or a suite folder's path."""
+    if isinstance(suite, Suite):
+        return suite
+    if suite is None or suite == "builtin":
+        return builtin_suite()
+    if isinstance(suite, str | os.PathLike) and os.path.isdir(suite):
+        return load_suite(suite)
+    raise ArgumentError(f"suite={suite!r}: give a Suite (sk.builtin_suite(), sk.mutation_suite(), "
+                        "sk.swebench_suite(), sk.load_suite(path)), 'builtin' or a suite "
+                        "folder")  # fmt: skip
+
+
+def as_agent(agent: Any, suite: Suite) -> Any:
+    """The agent itself (any callable from an Observation to edits), or "simulated"."""
+    if agent == "simulated":
+        from ..agents.simulated import SimulatedAgent
+
+        return SimulatedAgent(suite)
+    if not callable(agent):
+        raise ArgumentError(f"agent={agent!r}: give a callable from an Observation to edits "
+                            "(sk.SimulatedAgent(suite), sk.OpenAIChatAgent(model, base_url=...), "
+                            "sk.ScriptedAgent(...)) or 'simulated'")  # fmt: skip
+    return agent
+
+
+def as_conditions(conditions: Any) -> list[Condition]:
+    if isinstance(conditions, str | Condition):
+        conditions = [conditions]
+    try:
+        conds = [as_condition(c) for c in conditions]
+    except TypeError:
+        raise ArgumentError(f"conditions={conditions!r}: give a list of condition names "
+                            f"({', '.join(CONDITIONS)}) or Conditions") from None  # fmt: skip
+    if not conds:
+        raise ArgumentError(f"conditions=[]: give at least one of {', '.join(CONDITIONS)}")
+    return conds
+
+
+def as_seeds(seeds: Any) -> list[int]:
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seed_list = list(range(seeds))
+    elif isinstance(seeds, Iterable) and not isinstance(seeds, str):
+        seed_list = list(seeds)
+    else:
+        seed_list = []
+    if not seed_list or not all(isinstance(s, int) and not isinstance(s, bool) for s in seed_list):
+        raise ArgumentError(f"seeds={seeds!r}: give a count >= 1 (seeds 0..n-1) or a list of "
+                            "integer seeds")  # fmt: skip
+    return seed_list
+
+
+def _check_counts(**counts: Any) -> None:
+    for name, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ArgumentError(f"{name}={value!r}: give an integer >= 1")
 
 
 def _progress(total: int, done: int, agent: Any, enabled: bool) -> Any:

@@ -5,6 +5,16 @@ condition against the baseline: the difference in success rate with a seeded per
 bootstrap over pairs, and McNemar's test on the discordant pairs (b: only the condition
 solved it, c: only the baseline did) - exact binomial when b + c < 25, else the chi-square
 statistic with continuity correction.
+
+Power: `minimum_detectable_effect` is the smallest difference in success rate that McNemar's
+test would detect with the given number of pairs (two-sided alpha 0.05, power 0.8 by
+default), by Connor's (1987) sample-size formula for paired proportions,
+n = (z_a sqrt(p_d) + z_b sqrt(p_d - d^2))^2 / d^2, solved for d. It needs the share of
+discordant pairs p_d: the observed one, or 1 (the worst case) when no pair is discordant, so
+a reader knows whether "no difference" could have been seen at all.
+
+Cost: per condition, tokens and wall seconds per solved task (all cells' cost divided by the
+solved ones), and the shadow's lint and run requests per cell, from the experiment's columns.
 """
 
 from __future__ import annotations
@@ -14,7 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import optimize as _optimize
 from scipy import stats as _stats
+
+from ..errors import ArgumentError
 
 EXACT_BELOW = 25
 
@@ -48,12 +61,29 @@ def bootstrap_diff(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int =
     """(mean(x) - mean(y), CI low, CI high) resampling the pairs (x[i], y[i])."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x) != len(y) or len(x) == 0:
-        raise ValueError(f"bootstrap_diff needs two equally long, non-empty arrays "
+        raise ArgumentError(f"bootstrap_diff needs two equally long, non-empty arrays "
                          f"(got {len(x)} and {len(y)})")  # fmt: skip
     idx = bootstrap_indices(len(x), n_boot, seed)
     diffs = x[idx].mean(axis=1) - y[idx].mean(axis=1)
     low, high = np.quantile(diffs, [(1 - level) / 2, 1 - (1 - level) / 2])
     return float(x.mean() - y.mean()), float(low), float(high)
+
+
+def minimum_detectable_effect(pairs: int, discordant: float = 1.0, alpha: float = 0.05,
+                              power: float = 0.8) -> float:  # fmt: skip
+    """The smallest difference in success rate McNemar's test detects with `pairs` pairs when
+    a share `discordant` of them disagree (nan: none detectable, even all discordant)."""
+    if pairs < 1 or not 0 < discordant <= 1:
+        return float("nan")
+    z_a, z_b = _stats.norm.ppf(1 - alpha / 2), _stats.norm.ppf(power)
+
+    def gap(d: float) -> float:
+        return float(np.sqrt(pairs) * d - z_a * np.sqrt(discordant)
+                     - z_b * np.sqrt(max(discordant - d * d, 0.0)))  # fmt: skip
+
+    if gap(discordant) < 0:
+        return float("nan")
+    return float(_optimize.brentq(gap, 1e-9, discordant))
 
 
 def bootstrap_mean(x: np.ndarray, n_boot: int = 2000, seed: int = 0,
@@ -86,8 +116,25 @@ def conditions_table(df: pd.DataFrame) -> pd.DataFrame:
             "mean_tokens": float(cells["tokens"].mean()),
             "lints_shown": float(cells["lints_shown"].mean()),
             "failed_steps": int(cells["failed_steps"].sum()),
+            **cost(cells),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("condition")
+
+
+ACCOUNTING = ("lint_requests", "run_requests", "seconds_total", "seconds_switch",
+              "seconds_wait")  # fmt: skip
+
+
+def cost(cells: pd.DataFrame) -> dict[str, float]:
+    """Per solved task: all the condition's tokens and seconds over its solved cells; per
+    cell: the mean of each accounting column the frame has."""
+    solved = int(cells["solved"].sum())
+    per = lambda total: float(total) / solved if solved else float("nan")  # noqa: E731
+    out = {"tokens_per_solved": per(cells["tokens"].sum())}
+    if "seconds_total" in cells:
+        out["seconds_per_solved"] = per(cells["seconds_total"].sum())
+    out.update({name: float(cells[name].mean()) for name in ACCOUNTING if name in cells})
+    return out
 
 
 def comparisons_table(df: pd.DataFrame, baseline: str, n_boot: int, seed: int) -> pd.DataFrame:
@@ -107,6 +154,7 @@ def comparisons_table(df: pd.DataFrame, baseline: str, n_boot: int, seed: int) -
             "rate": float(pairs["cond"].mean()), "baseline_rate": float(pairs["base"].mean()),
             "diff": diff, "ci_low": low, "ci_high": high, "b": test.b, "c": test.c,
             "p_value": test.p_value, "test": test.method,
+            "mde": minimum_detectable_effect(len(pairs), (test.b + test.c) / len(pairs) or 1.0),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("condition") if rows else pd.DataFrame()
 
@@ -129,28 +177,47 @@ class Summary:
         parts += ["per condition:", self.conditions.round(3).to_string(), "",
                   f"against {self.baseline!r} (paired by task and seed; bootstrap {self.n_boot}"
                   f" resamples, seed {self.seed}; 95% CI):",
-                  self.comparisons.round(4).to_string()]  # fmt: skip
+                  self.comparisons.round(4).to_string(), "", self.power()]  # fmt: skip
         return "\n".join(parts)
+
+    def power(self) -> str:
+        """What the number of pairs can show: the minimum detectable effect, in words."""
+        if self.comparisons.empty:
+            return "no paired comparison: nothing to say about power"
+        lines = []
+        for name, row in self.comparisons.iterrows():
+            mde = "none (too few pairs)" if row.mde != row.mde else f"{row.mde:.2f}"
+            lines.append(f"{name} vs {self.baseline}: {int(row.pairs)} pairs detect a difference "
+                         f"in success rate of {mde} or more (alpha 0.05, power 0.8); a smaller "
+                         "true difference would likely show as 'no difference'")  # fmt: skip
+        return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         banner = (f'<p style="color:#b00;font-weight:bold">{html.escape(self._label())}</p>'
                   if self.simulated else "")  # fmt: skip
         return (f"{banner}<h4>Per condition</h4>{self.conditions.round(3).to_html()}"
                 f"<h4>Against {html.escape(self.baseline)} (paired; 95% bootstrap CI, "
-                f"McNemar)</h4>{self.comparisons.round(4).to_html()}")  # fmt: skip
+                f"McNemar)</h4>{self.comparisons.round(4).to_html()}"
+                f"<p>{html.escape(self.power())}</p>")  # fmt: skip
 
 
 def summary(df: pd.DataFrame, baseline: str | None = None, n_boot: int = 2000,
             seed: int = 0) -> Summary:  # fmt: skip
     """Per-condition table and paired comparisons against `baseline` (default: 'none' when
     present, else the first condition)."""
+    if not isinstance(df, pd.DataFrame) or not {"condition", "solved", "task", "seed"} <= set(
+            df.columns):  # fmt: skip
+        raise ArgumentError(f"df: give the DataFrame sk.experiment returned (got "
+                            f"{type(df).__name__})")  # fmt: skip
     names = list(dict.fromkeys(df["condition"]))
     if not names:
-        raise ValueError("summary: the results have no cells")
+        raise ArgumentError("df: the results have no cells; run sk.experiment first")
     if baseline is None:
         baseline = "none" if "none" in names else names[0]
     if baseline not in names:
-        raise ValueError(f"baseline={baseline!r} is not among the conditions {names}")
+        raise ArgumentError(f"baseline={baseline!r} is not among the conditions {names}")
+    if not isinstance(n_boot, int) or n_boot < 1:
+        raise ArgumentError(f"n_boot={n_boot!r}: give a positive number of resamples")
     simulated = bool(df["simulated"].any()) if "simulated" in df else False
     return Summary(conditions_table(df), comparisons_table(df, baseline, n_boot, seed),
                    simulated, baseline, n_boot, seed)  # fmt: skip

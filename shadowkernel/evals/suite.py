@@ -15,6 +15,12 @@ Hidden tests live outside the workspace root, so nothing in the shadow reveals t
 inside the shadow through `branch.run`. Task paths (`files`, solution paths) are relative to
 the task's project; `Task` holds them relative to the workspace root, as branches want them.
 
+Suites made from a repository (`mutation_suite`, `swebench_suite`) have no folder: their
+tasks name their hidden tests by pytest id (`fail_to_pass`, `pass_to_pass`), start from a
+version staged on top of the checkout (`start`: the mutant, or the base commit's files), and
+may carry a `test_patch` applied only when grading; `Suite.environments` says, per project,
+which interpreter runs the tests and how (`Environment`).
+
 A task whose folder cannot be read is loaded anyway, with `problem` saying what is wrong:
 the experiment records it as a failed cell instead of stopping (caveat: nothing but the
 folder layout and task.toml is checked at load time; a wrong hidden test shows up as a failed
@@ -29,6 +35,7 @@ import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..agents.edits import AgentOutputError, Edit, from_json
 
@@ -48,10 +55,38 @@ class Task:
     folder: str = ""
     problem: str | None = None  # why the task is malformed (it then always fails)
     digest: str = ""  # of task.toml and the tests: part of the cache key
+    # Tasks made from a repository (empty for a suite folder's tasks):
+    start: tuple[tuple[str, str | None], ...] = ()  # staged first: path -> text (None: gone)
+    fail_to_pass: tuple[str, ...] = ()  # pytest ids that fail at the start, pass when solved
+    pass_to_pass: tuple[str, ...] = ()  # pytest ids that pass at the start and must go on so
+    visible_tests: tuple[str, ...] = ()  # what the agent's test run runs (conditions with run)
+    test_patch: str = ""  # a unified diff staged only for grading (SWE-bench's test_patch)
+    origin: str = ""  # what the task was made from, for the record
 
     @property
     def ok(self) -> bool:
         return self.problem is None
+
+    @property
+    def by_test_ids(self) -> bool:
+        """True when the hidden tests are pytest ids rather than a folder."""
+        return bool(self.fail_to_pass)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """How a project's tests run inside the shadow.
+
+    `python`: the interpreter (absolute, e.g. a venv's `bin/python`; it needs pytest);
+    `options`: pytest arguments before the test ids; `setup`: a shell command run first in
+    every check (e.g. building an extension), its writes kept only for that run; `env`:
+    extra environment variables; `autoload`: let pytest load installed plugins."""
+
+    python: str
+    options: tuple[str, ...] = ("-p", "no:cacheprovider", "-q", "--tb=short")
+    setup: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    autoload: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +98,7 @@ class Suite:
     description: str = ""
     pytest_ini: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    environments: dict[str, Environment] = field(default_factory=dict)  # project -> its tests
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -89,8 +125,16 @@ class Suite:
 
         return pd.DataFrame(
             [{"task": t.id, "project": t.project, "kind": t.kind, "files": ", ".join(t.files),
+              "fail_to_pass": len(t.fail_to_pass), "pass_to_pass": len(t.pass_to_pass),
               "problem": t.problem, "statement": " ".join(t.statement.split())} for t in self]
         )  # fmt: skip
+
+    def validate(self, workspace: Any = None, timeout: float = 120):  # -> pd.DataFrame
+        """Run every task's hidden tests for real: at its start (they must fail) and with
+        its reference solution staged (they must pass). One row per task."""
+        from .validate import validate
+
+        return validate(self, workspace, timeout)
 
 
 def builtin_suite() -> Suite:
@@ -156,7 +200,7 @@ def _read_toml(path: Path) -> dict:
         return tomllib.load(f)
 
 
-def _field(data: dict, name: str, kind: type) -> object:
+def _field(data: dict, name: str, kind: type) -> Any:
     if name not in data:
         raise ValueError(f"task.toml has no {name!r}")
     if not isinstance(data[name], kind):

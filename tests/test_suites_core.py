@@ -1,0 +1,222 @@
+"""The pure parts of the task suites: mutants, their inverse edits, bug reports, SWE-bench
+fields, conditions and templates, the power statement, and bad arguments (no shadow needed)."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pandas as pd
+import pytest
+
+import shadowkernel as sk
+from shadowkernel.agents.observation import (
+    CONDITIONS,
+    Condition,
+    LintShown,
+    Observation,
+    lints_to_show,
+    relative_to_start,
+)
+from shadowkernel.agents.prompt import render
+from shadowkernel.errors import ArgumentError, ShadowError
+from shadowkernel.evals import minimum_detectable_effect, summary
+from shadowkernel.evals.mutation import inverse, mutants
+from shadowkernel.evals.mutation_suite import parse_command, statement
+from shadowkernel.evals.swebench import listed_tests, load_instances, patch_paths, prefixed_patch
+
+SOURCE = '''\
+def window(items, size):
+    """Docstring: never mutated."""
+    if size <= 0:
+        raise ValueError("size")
+    out = []
+    for i in range(len(items) - size + 1):
+        out.append(items[i : i + size])
+    return out
+
+
+class Box:
+    def put(self, x, total=0):
+        total += x
+        if x in self.seen and not self.strict:
+            return None
+        else:
+            self.seen.add(x)
+        return max(total, x * 2)
+'''
+
+
+def test_every_kind_of_mutant_changes_one_span_and_parses():
+    found = mutants("pkg/mod.py", SOURCE)
+    assert {m.kind for m in found} == {"comparison", "negation", "off-by-one", "dropped-branch",
+                                       "swapped-arguments", "operator"}  # fmt: skip
+    described = {(m.function, m.description) for m in found}
+    assert ("window", "`<=` became `<`") in described
+    assert ("window", "`1` became `2`") in described and ("window", "`-` became `+`") in described
+    assert ("Box.put", "`+=` became `-=`") in described
+    assert ("Box.put", "`in` became `not in`") in described
+    assert ("Box.put", "`and` became `or`") in described
+    assert ("Box.put", "a `not` was dropped") in described
+    assert ("Box.put", "the arguments `total` and `x * 2` of `max` were swapped") in described
+    assert any(d.startswith("the `if` guard with its early exit") for _, d in described)
+    assert any(d.startswith("the `else` block") for _, d in described)
+    assert not any("Docstring" in SOURCE[m.start : m.end] for m in found)
+    for m in found:
+        mutated = m.apply(SOURCE)
+        assert mutated != SOURCE
+        ast.parse(mutated)
+        old, new = inverse(SOURCE, mutated, m)
+        assert mutated.count(old) == 1 and mutated.replace(old, new) == SOURCE
+    assert mutants("x.py", "def broken(:\n") == []
+    assert [m.id for m in found] == [m.id for m in mutants("pkg/mod.py", SOURCE)]
+
+
+def test_the_bug_report_names_the_failing_tests_and_their_report():
+    text = statement(["t.py::test_a", "t.py::test_b"],
+                     {"t.py::test_a": "/w/p/t.py:3: in test_a\nE   assert 1 == 2 in 0.12s at 0x7f3a2b4c5d6e"},
+                     "/w/p")  # fmt: skip
+    assert "2 tests that used to pass fail" in text and "    t.py::test_b" in text
+    assert "    t.py:3: in test_a" in text and "0x?" in text and "0.12s" not in text
+    assert "(no report)" in text and "do not change the tests" in text
+
+
+def test_test_commands_are_pytest_commands():
+    cmd = parse_command("python -m pytest -q -x test_six.py -k 'not slow'", "/p", None)
+    assert cmd.paths == ("test_six.py",) and cmd.options == ("-k", "not slow")
+    assert parse_command(".venv/bin/python -m pytest", "/p", None).python == "/p/.venv/bin/python"
+    with pytest.raises(ArgumentError, match="test_command=.*give a pytest command"):
+        parse_command("make test", "/p", None)
+
+
+def test_swebench_fields():
+    patch = ("diff --git a/pkg/a.py b/pkg/a.py\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1 +1 @@\n-x\n+y\n"
+             "--- a/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-z\n")  # fmt: skip
+    assert patch_paths(patch) == ("pkg/a.py", "old.py")
+    moved = prefixed_patch(patch, "repos/r")
+    assert (
+        "+++ b/repos/r/pkg/a.py" in moved
+        and "diff --git a/repos/r/pkg/a.py b/repos/r/pkg/a.py" in moved
+    )
+    assert "+++ /dev/null" in moved and prefixed_patch(patch, "") == patch
+    assert (
+        listed_tests('["a.py::t1", "a.py::t2"]')
+        == ("a.py::t1", "a.py::t2")
+        == listed_tests(["a.py::t1", "a.py::t2"])
+    )
+    with pytest.raises(ArgumentError, match="lacks .*FAIL_TO_PASS"):
+        load_instances(
+            [
+                {
+                    "instance_id": "x",
+                    "repo": "r",
+                    "base_commit": "c",
+                    "problem_statement": "",
+                    "patch": "",
+                    "test_patch": "",
+                    "PASS_TO_PASS": "[]",
+                }
+            ]
+        )
+    with pytest.raises(ArgumentError, match="instances="):
+        load_instances(42)
+
+
+def lint(line: int, new: bool, code: str = "F401", fixes: tuple[str, ...] = ()) -> LintShown:
+    return LintShown("m.py", line, 1, code, f"message {code}", "warning", new, fixes)
+
+
+def test_conditions_vary_lints_fixes_and_template():
+    lints = (lint(1, False, fixes=("Remove import",)), lint(3, True, "F821"))
+    assert lints_to_show(CONDITIONS["all-lints"], lints) == tuple(
+        x.__class__(**{**x.__dict__, "fixes": ()}) for x in lints)  # fmt: skip
+    with_fixes = lints_to_show(CONDITIONS["new-lints+fixes"], (lint(3, True, fixes=("Fix it",)),))
+    assert with_fixes[0].fixes == ("Fix it",)
+    assert lints_to_show(CONDITIONS["new-lints"], lints) == (lints[1],)
+    obs = Observation(task="t", files={"m.py": "import os\nx = 1\ny = z\n"}, lints=with_fixes)
+    plain = render(obs)
+    assert "m.py:3:1: F401 message F401 (new)\n    quick fix: Fix it" in plain
+    table = render(Observation(**{**obs.__dict__, "template": "table"}))
+    assert "| m.py | 3 | 1 | F401 | message F401 | new | Fix it |" in table
+    inline = render(Observation(**{**obs.__dict__, "template": "inline"}))
+    assert "y = z\n# ^ lint F401 message F401 (new, col 1); quick fix: Fix it\n" in inline
+    as_json = render(Observation(**{**obs.__dict__, "template": "json"}))
+    assert (
+        json.loads(as_json.split("# Lints of your last version\n")[1].split("\n")[0])["line"] == 3
+    )
+    with pytest.raises(ArgumentError, match="Condition.template='html'"):
+        Condition("x", lints="all", template="html")
+
+
+def test_lints_are_new_relative_to_the_starting_version():
+    start = "import os\n\ndef f(x):\n    return x\n"
+    now = "import os\n\ndef f(x):\n    return y\n"
+    lints = (
+        lint(1, True),
+        lint(4, True, "F821"),
+        LintShown("other.py", 1, 1, "F401", "m", "w", False),
+    )
+    out = relative_to_start(lints, (lint(1, True),), {"m.py": start}, {"m.py": now})
+    assert [x.new for x in out] == [False, True, False]
+
+
+def test_minimum_detectable_effect_by_hand():
+    # Connor (1987): n = (z_a sqrt(p_d) + z_b sqrt(p_d - d^2))^2 / d^2 at the returned d
+    d = minimum_detectable_effect(100, 0.2)
+    z_a, z_b = 1.959963984540054, 0.8416212335729143
+    assert (z_a * 0.2**0.5 + z_b * (0.2 - d * d) ** 0.5) ** 2 / d**2 == pytest.approx(100)
+    assert minimum_detectable_effect(40) > minimum_detectable_effect(400)
+    assert minimum_detectable_effect(5, 0.2) != minimum_detectable_effect(5, 0.2)  # nan
+
+
+def cells() -> pd.DataFrame:
+    rows = []
+    for cond, solved in (("none", [0, 0, 1, 0]), ("new-lints", [1, 1, 1, 0])):
+        for i, s in enumerate(solved):
+            rows.append({"task": f"t{i}", "seed": 0, "condition": cond, "solved": bool(s),
+                         "turns": 1, "tokens": 100, "lints_shown": 0, "failed_steps": 0,
+                         "seconds_total": 2.0, "lint_requests": 2, "run_requests": 1})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_summary_reports_cost_per_solved_task_and_power():
+    s = summary(cells(), n_boot=100)
+    assert s.conditions.loc["new-lints", "tokens_per_solved"] == pytest.approx(400 / 3)
+    assert s.conditions.loc["none", "seconds_per_solved"] == pytest.approx(8.0)
+    assert s.conditions.loc["none", "lint_requests"] == 2
+    assert s.comparisons.loc["new-lints", "mde"] != s.comparisons.loc["new-lints", "mde"]  # 4 pairs
+    assert "4 pairs detect a difference in success rate of none (too few pairs)" in repr(s)
+
+
+def test_experiment_takes_names_for_the_agent_and_the_suite():
+    from shadowkernel.evals.experiment import as_agent, as_suite
+
+    builtin = as_suite("builtin")
+    assert builtin == sk.builtin_suite() == as_suite(None) == as_suite(builtin.root)
+    agent = as_agent("simulated", builtin)
+    assert agent.simulated and agent.suite is builtin
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda: sk.experiment(agent=42, suite="builtin"), "agent=42"),
+        (lambda: sk.experiment("simulated", suite="nowhere"), "suite='nowhere'"),
+        (lambda: sk.experiment("simulated", conditions=["loud"]), "condition 'loud'"),
+        (lambda: sk.experiment("simulated", seeds=0), "seeds=0"),
+        (lambda: sk.experiment("simulated", budget=0), "budget=0"),
+        (lambda: sk.experiment("simulated", concurrency="2"), "concurrency='2'"),
+        (lambda: sk.experiment("simulated", workers=3), "workers=3"),
+        (lambda: summary("results"), "df: give the DataFrame"),
+        (lambda: summary(cells(), baseline="nope"), "baseline='nope'"),
+        (lambda: summary(cells(), n_boot=0), "n_boot=0"),
+        (lambda: sk.mutation_suite("/nowhere", "pytest"), "path='/nowhere'"),
+        (lambda: sk.mutation_suite(".", "pytest", n=0), "n=0"),
+        (lambda: sk.swebench_suite([], {}), "repos={}"),
+        (lambda: sk.swebench_suite("x.jsonl", {"a/b": "/tmp"}), "instances='x.jsonl'"),
+    ],
+)
+def test_bad_arguments_name_the_argument(call, argument):
+    with pytest.raises(ShadowError) as info:
+        call()
+    assert argument in str(info.value) and isinstance(info.value, ArgumentError)
