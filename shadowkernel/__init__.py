@@ -35,6 +35,11 @@ _LAZY = {
     "Event": ".sched.timeline",
     "Timeline": ".sched.timeline",
     "Lint": ".lsp",
+    "Fix": ".lsp",
+    "Hover": ".lsp",
+    "Location": ".lsp",
+    "Symbol": ".lsp",
+    "ServerSpec": ".lsp",
     "RunResult": ".run",
     "experiment": ".evals",
     "summary": ".evals",
@@ -56,16 +61,21 @@ __all__ = [
     "ConflictError",
     "Diff",
     "Event",
+    "Fix",
+    "Hover",
     "Lint",
     "LintTable",
+    "Location",
     "NotFound",
     "OverlayError",
     "PathError",
     "RunError",
     "RunResult",
     "ServerError",
+    "ServerSpec",
     "ShadowError",
     "StagingError",
+    "Symbol",
     "Timeline",
     "Version",
     "Workspace",
@@ -103,7 +113,7 @@ if TYPE_CHECKING:
     from .evals.stats import summary
     from .evals.suite import builtin_suite, load_suite
     from .evals.swebench import swebench_suite
-    from .lsp import Lint
+    from .lsp import Fix, Hover, Lint, Location, ServerSpec, Symbol
     from .run import RunResult
     from .sched.timeline import Event, Timeline
     from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace

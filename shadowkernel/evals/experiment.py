@@ -367,9 +367,9 @@ def _run_ray(agent, suite, todo, budget, timeout, workers, n_workers, lanes, ser
         address = None if workers == "local" else workers
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
         started = True
-    actors = []
+    actors: list[Any] = []  # Ray's actor handles: its stubs do not type methods' .remote
     try:
-        remote = ray.remote(num_cpus=0)(_Worker)  # the cells wait on subprocesses, not CPUs
+        remote: Any = ray.remote(num_cpus=0)(_Worker)  # the cells wait on subprocesses, not CPUs
         actors = [remote.remote(agent, suite, budget, timeout, lanes, tuple(servers))
                   for _ in range(max(1, min(n_workers, len(todo) or 1)))]  # fmt: skip
         cells = [c for _, c in todo]
