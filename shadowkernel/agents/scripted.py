@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import ArgumentError
 from . import edits as E
 from .observation import Observation
 
@@ -80,7 +81,8 @@ def _first_line(task: Any) -> str:
     for edit in task.solution:
         if isinstance(edit, E.Replace) and edit.path == task.files[0]:
             return edit.old
-    raise ValueError(f"task {task.id!r}: no replace in its first file to anchor a wrong attempt")
+    raise ArgumentError(f"task {task.id!r}: no replace in its first file to anchor a wrong "
+                        "attempt; give the task a replace solution")  # fmt: skip
 
 
 def _canonical(value: Any) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.edits import AgentOutputError, Edit, from_json
+from ..errors import NotFound
 
 BUILTIN = Path(__file__).with_name("suite")
 
@@ -110,7 +111,8 @@ class Suite:
         for task in self.tasks:
             if task.id == task_id:
                 return task
-        raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
+        raise NotFound(f"suite {self.name!r} has no task {task_id!r}; its tasks: "
+                       f"{', '.join(t.id for t in self.tasks[:20])}")  # fmt: skip
 
     def select(self, ids: Sequence[str] | None = None, *, first: int | None = None) -> Suite:
         """A suite with only the tasks named (in suite order), or the first few."""
