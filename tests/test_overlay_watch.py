@@ -9,9 +9,9 @@ from pathlib import Path
 from overlay_helpers import make_project
 
 from shadowkernel.overlay.lower import Lower
+from shadowkernel.overlay.lower_watch import LowerWatch
 from shadowkernel.overlay.store import BlobStore
 from shadowkernel.overlay.tree import ROOT_INO, Tree
-from shadowkernel.overlay.watch import LowerWatch
 
 
 def test_the_watch_reports_edits_and_listing_changes(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_without_inotify_the_watch_does_nothing_and_says_so(
     def no_instances() -> None:
         raise OSError(24, "Too many open files")  # fs.inotify.max_user_instances reached
 
-    monkeypatch.setattr("shadowkernel.overlay.watch.INotify", no_instances)
+    monkeypatch.setattr("shadowkernel.overlay.lower_watch.INotify", no_instances)
     watch = LowerWatch(str(make_project(tmp_path / "project")))
     watch.watch("docs")
     assert watch.fileno() is None and watch.changes() == [] and watch.watched == {}

@@ -70,7 +70,7 @@ class CheckResult:
     reports: dict[str, str] = field(default_factory=dict)  # test id -> failure report
 
 
-Checker = Callable[[Any, Any, bool], CheckResult]  # (branch, task, with_visible) -> result
+TaskCheck = Callable[[Any, Any, bool], CheckResult]  # (branch, task, with_visible) -> result
 
 
 @dataclass
@@ -191,7 +191,7 @@ def run_episode(
     agent: Agent,
     branch: Any,
     task: TaskLike,
-    check: Checker,
+    check: TaskCheck,
     condition: str | Condition = "none",
     *,
     budget: int = 4,
@@ -232,7 +232,7 @@ def run_episode(
     return episode  # unreachable: the last turn always stops
 
 
-def _turn(agent: Agent, branch: Any, task: TaskLike, check: Checker, cond: Condition,
+def _turn(agent: Agent, branch: Any, task: TaskLike, check: TaskCheck, cond: Condition,
           obs: Observation) -> tuple[Step, RunShown | None]:  # fmt: skip
     system = getattr(agent, "system", prompt.SYSTEM)
     chars, tokens = prompt.prompt_size(obs, system)
@@ -291,7 +291,7 @@ def stage_edit(branch: Any, edit: E.Edit) -> int:
     return branch.apply_patch(edit.diff)
 
 
-def _check(step: Step, branch: Any, task: TaskLike, check: Checker, cond: Condition
+def _check(step: Step, branch: Any, task: TaskLike, check: TaskCheck, cond: Condition
            ) -> RunShown | None:  # fmt: skip
     """Decide the step by the hidden tests; returns the visible command's outcome."""
     start = time.perf_counter()

@@ -27,9 +27,9 @@ from . import channel
 from .fastpath import FAST, STOCK
 from .fuse import ShadowOperations
 from .lower import Lower
+from .lower_watch import LowerWatch
 from .store import Blob, BlobStore
 from .tree import Invalidation, Tree
-from .watch import LowerWatch
 
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
