@@ -1,0 +1,352 @@
+"""Runs without a mount ("documents" mode): in a private copy of the project at a version.
+
+`run_in_copy` materialises the manifest's view of the user's folder in a fresh temporary
+directory, runs the command there, and harvests what the run wrote as the same delta of
+overrides a FUSE run gives (`RunResult.written`), by comparing the copy after the run with
+what was materialised. Then the copy is removed.
+
+What the copy holds, and what it does not:
+
+- The project's files: in a git repository, what `git ls-files --cached --others
+  --exclude-standard` lists (so every .gitignore is honoured); elsewhere a walk that skips
+  what the root .gitignore and the usual caches exclude. Each file is a reflink where the
+  filesystem has them (FICLONE: btrfs, xfs, ...; the copy goes next to the project's
+  filesystem's temporary directory when they share a device), else a plain copy. Ignored
+  files (build outputs, a local .env) and `.git` are not in the copy: a run sees no
+  repository.
+- Environments (`.venv`, `venv`, `node_modules` and any top-level folder with a
+  `pyvenv.cfg`) are not copied: the copy holds a symlink to their real path. With private
+  namespaces they are bound read-only in the run's mount namespace; without them nothing can
+  stop a run from writing into them (`pip install` in a run changes the user's environment):
+  the run's notes say so.
+- No path transparency: the run works at the copy's path, so absolute paths of the user's
+  folder (a venv's scripts, editable installs, build caches) still reach the user's files
+  (`path_transparent=False`). Code imported from the working directory (`python -m pytest`,
+  pytest's rootdir) is the copy's.
+
+Offline runs need a private network namespace; where none can be made the run is refused
+unless `network=True`, as for FUSE runs. Caveat: the harvest compares (type, size, mtime,
+ctime, inode, mode) of each entry, so it costs a walk of the copy (not of the environments).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pathspec
+
+from ..errors import RunError
+from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, freeze, lower_source
+from ..paths import ROOT, RelPath, join, parent, rel
+from . import capabilities
+from .result import DEFAULT_OUTPUT_CAP, RunResult
+from .runner import DEFAULT_MAX_PROCESSES, _argv, _execute, _netns, _result, _View, scratch_parent
+from .sandbox import Plan, machine
+
+ENVIRONMENTS = (".venv", "venv", "node_modules")
+FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+
+Signature = tuple[str, int, int, int, int, int, bytes]  # kind, size, mtime, ctime, ino, mode, link
+
+
+@dataclass
+class Copy:
+    """A materialised view: its root, the environments it links, and what it held."""
+
+    root: str
+    linked: tuple[str, ...]  # real paths of the environments the copy links to
+    before: dict[RelPath, Signature]
+
+
+def run_in_copy(
+    shadow, manifest: Mapping[RelPath, Override], command: str | Sequence[str], *,
+    timeout: float = 60, network: bool = False, python: bool = False,
+    output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
+    cwd: str = ROOT, max_processes: int = DEFAULT_MAX_PROCESSES,
+    cancel: threading.Event | None = None,
+) -> RunResult:  # fmt: skip
+    """`run_in_shadow` for a shadow without a mount (see the module docstring)."""
+    if mode not in ("auto", "copy"):
+        raise RunError(f"mode={mode!r} needs a mount, and this workspace has none (documents "
+                       "mode); use mode='auto'")  # fmt: skip
+    start = time.monotonic()
+    manifest, workdir = freeze(manifest), rel(cwd)
+    private = capabilities.probe().namespaces is None
+    if not private and not network:
+        raise RunError("this machine cannot make a private network namespace (unshare is "
+                       "refused); pass network=True to run with the network anyway")  # fmt: skip
+    copy = materialise(shadow.source, manifest, shadow.store, getattr(shadow, "skip", ()))
+    try:
+        argv = _argv(command, python, shadow.source, copy.root)
+        plan = _plan(copy, argv, workdir, network, private)
+        outcome, notes = _execute(plan, env, timeout, output_cap, max_processes, cancel)
+        written = harvest(copy, shadow.source, manifest, shadow.store)
+    finally:
+        shutil.rmtree(copy.root, ignore_errors=True)
+    notes = [*_notes(copy, private), *notes]
+    result = _result(argv, outcome, written, _View("copy", copy.root, ()), network, notes,
+                     setup=time.monotonic() - start - outcome.duration)  # fmt: skip
+    return dataclasses.replace(result, path_transparent=False)
+
+
+def _plan(copy: Copy, argv: list[str], workdir: RelPath, network: bool, private: bool) -> Plan:
+    m = machine()
+    # Bind each environment read-only over itself, so the copy's links reach it read-only.
+    binds = " && ".join(f"mount -o bind,ro {shlex.quote(p)} {shlex.quote(p)}" for p in copy.linked)
+    return Plan(
+        argv=tuple(argv),
+        cwd=os.path.join(copy.root, workdir) if workdir else copy.root,
+        namespaces=private,
+        network=network,
+        privileged=m.root,
+        mount=("sh", "-c", binds) if private and binds else (),
+        drop_caps=m.setpriv,
+        netns=None if network or not private else _netns(),
+    )
+
+
+def _notes(copy: Copy, private: bool) -> list[str]:
+    notes = [f"no mount here (documents mode): ran in a private copy of the project at "
+             f"{copy.root}; absolute paths of the user's folder still lead to it"]  # fmt: skip
+    if copy.linked and not private:
+        notes.append(f"{', '.join(copy.linked)} reached at the real path, writable: no private "
+                     "namespace to make it read-only")  # fmt: skip
+    return notes
+
+
+# -- materialising ------------------------------------------------------------------------------
+
+
+def materialise(source: str, manifest: Manifest, store, skip: Sequence[str] = ()) -> Copy:
+    """A fresh private copy of `manifest`'s view of `source` (see the module docstring)."""
+    root = tempfile.mkdtemp(prefix="shadowkernel-copy-", dir=_copy_parent(source))
+    try:
+        linked = _link_environments(source, root)
+        for path in project_files(source, skip):
+            if not any(path == n or path.startswith(n + "/") for n in ENVIRONMENTS):
+                _clone(os.path.join(source, path), os.path.join(root, path))
+        for path in sorted(manifest):
+            _apply(root, source, path, manifest[path])
+        return Copy(root, linked, snapshot(root))
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def _copy_parent(source: str) -> str:
+    """The temporary directory when it shares the project's filesystem (reflinks can work),
+    else tmpfs (creating a file there costs ~10 us, on a disk ~0.4 ms)."""
+    temp = os.path.realpath(tempfile.gettempdir())
+    choice = temp if os.stat(temp).st_dev == os.stat(source).st_dev else scratch_parent()
+    if os.path.realpath(choice).startswith(source.rstrip("/") + "/"):
+        raise RunError(f"the temporary directory {choice} lies inside the project; set TMPDIR "
+                       "to a folder outside it")  # fmt: skip
+    return choice
+
+
+def _link_environments(source: str, root: str) -> tuple[str, ...]:
+    linked = []
+    with os.scandir(source) as entries:
+        for entry in entries:
+            is_env = entry.name in ENVIRONMENTS or os.path.exists(
+                os.path.join(entry.path, "pyvenv.cfg")
+            )
+            if entry.is_dir(follow_symlinks=False) and is_env:
+                os.symlink(entry.path, os.path.join(root, entry.name))
+                linked.append(entry.path)
+    return tuple(sorted(linked))
+
+
+def project_files(source: str, skip: Sequence[str] = ()) -> list[RelPath]:
+    """Files (and symlinks) of the project that a copy holds, less ignored ones."""
+    listed = _git_files(source)
+    ignored = _ignore_spec(source, skip)
+    if listed is None:
+        listed = _walk(source, ignored)
+    return [p for p in listed if not ignored.match_file(p) and os.path.lexists(
+        os.path.join(source, p))]  # fmt: skip
+
+
+def _git_files(source: str) -> list[RelPath] | None:
+    git = shutil.which("git")
+    if git is None:
+        return None
+    done = subprocess.run(
+        [git, "-C", source, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None
+    return sorted({rel(os.fsdecode(p)) for p in done.stdout.split(b"\0") if p})
+
+
+def _ignore_spec(source: str, skip: Sequence[str]) -> pathspec.PathSpec:
+    lines = [*skip, ".git/"]
+    with contextlib.suppress(OSError), open(os.path.join(source, ".gitignore"), "rb") as f:
+        lines += f.read().decode("utf-8", errors="replace").splitlines()
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _walk(source: str, ignored: pathspec.PathSpec) -> list[RelPath]:
+    found: list[RelPath] = []
+    for folder, dirs, files in os.walk(source):
+        here = rel(os.path.relpath(folder, source)) if folder != source else ROOT
+        dirs[:] = [d for d in dirs if not ignored.match_file(join(here, d) + "/")]
+        found += [join(here, f) for f in files]
+        found += [join(here, d) for d in dirs if os.path.islink(os.path.join(folder, d))]
+    return found
+
+
+def _clone(src: str, dst: str) -> None:
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return  # fifos, sockets, devices: not part of a copy
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), FICLONE, fin.fileno())
+        except OSError:  # no reflinks here (another filesystem, ext4, tmpfs)
+            shutil.copyfileobj(fin, fout, 1 << 20)
+    os.chmod(dst, stat.S_IMODE(st.st_mode))
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _apply(root: str, source: str, path: RelPath, override: Override) -> None:
+    """Make `path` in the copy what `override` says (the manifest is applied in path order)."""
+    target = os.path.join(root, path)
+    _check_inside(root, path)
+    _remove(target)
+    if override is WHITEOUT:
+        return
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if isinstance(override, Symlink):
+        os.symlink(os.fsdecode(override.target), target)
+    elif isinstance(override, Dir):
+        _make_dir(target, source, override)
+    elif isinstance(override, File):
+        _make_file(target, source, override)
+
+
+def _check_inside(root: str, path: RelPath) -> None:
+    above = os.path.realpath(os.path.join(root, parent(path)))
+    if above != root and not above.startswith(root + "/"):
+        raise RunError(f"{path!r}: the branch changes a file inside a linked environment "
+                       f"({above}); a copy cannot hold it without a mount")  # fmt: skip
+
+
+def _make_dir(target: str, source: str, override: Dir) -> None:
+    if override.origin is None:
+        os.mkdir(target, override.mode)  # a new or opaque folder: nothing shows through
+        return
+    # A renamed folder: the user's tree under its origin (files only, ignored ones too).
+    shutil.copytree(os.path.join(source, override.origin), target, symlinks=True)
+
+
+def _make_file(target: str, source: str, override: File) -> None:
+    if override.blob is not None:
+        with open(target, "wb") as f:
+            f.write(override.blob.bytes())
+    elif override.origin is not None:
+        _clone(os.path.join(source, override.origin), target)
+    else:
+        open(target, "wb").close()
+    os.chmod(target, override.mode)
+    if override.mtime_ns:
+        os.utime(target, ns=(override.mtime_ns, override.mtime_ns))
+
+
+def _remove(target: str) -> None:
+    if os.path.isdir(target) and not os.path.islink(target):
+        shutil.rmtree(target)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+
+
+# -- harvesting ---------------------------------------------------------------------------------
+
+
+def snapshot(root: str) -> dict[RelPath, Signature]:
+    """Every entry under `root` (links are not followed), with what a write would change."""
+    found: dict[RelPath, Signature] = {}
+    for folder, dirs, files in os.walk(root):
+        here = rel(os.path.relpath(folder, root)) if folder != root else ROOT
+        for name in [*dirs, *files]:
+            full = os.path.join(folder, name)
+            found[join(here, name)] = _signature(full, os.lstat(full))
+    return found
+
+
+def _signature(full: str, st: os.stat_result) -> Signature:
+    if stat.S_ISLNK(st.st_mode):
+        return ("link", 0, 0, 0, 0, 0, os.fsencode(os.readlink(full)))
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir", 0, 0, 0, 0, stat.S_IMODE(st.st_mode), b"")  # children speak for it
+    kind = "file" if stat.S_ISREG(st.st_mode) else "other"
+    return (kind, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
+            stat.S_IMODE(st.st_mode), b"")  # fmt: skip
+
+
+def harvest(copy: Copy, source: str, manifest: Manifest, store) -> dict[RelPath, Override | None]:
+    """What the run wrote, as a delta on `manifest` (None: back to the manifest's absence)."""
+    after = snapshot(copy.root)
+    written: dict[RelPath, Override | None] = {}
+    for path in sorted(after):
+        was = copy.before.get(path)
+        if was != after[path] and after[path][0] != "other":
+            kept = lower_source(manifest, path) if was and was[0] == "dir" else None
+            written[path] = _override(os.path.join(copy.root, path), after[path], store, kept)
+    for path in _removed(copy.before, after):
+        if not _under_file(written, path):
+            written[path] = WHITEOUT if _user_has(source, manifest, path) else None
+    return written
+
+
+def _override(full: str, signature: Signature, store, origin: RelPath | None) -> Override:
+    """The override for an entry of the copy; `origin`: where an existing folder's children
+    come from (a folder whose mode changed keeps showing them)."""
+    kind, _, mtime, _, _, mode, link = signature
+    if kind == "link":
+        return Symlink(link)
+    if kind == "dir":
+        return Dir(origin=origin, mode=mode)
+    with open(full, "rb") as f:
+        return File(blob=store.make(f.read()), origin=None, mode=mode, mtime_ns=mtime)
+
+
+def _removed(
+    before: Mapping[RelPath, Signature], after: Mapping[RelPath, Signature]
+) -> Iterable[RelPath]:
+    gone = {p for p in before if p not in after}
+    return sorted(p for p in gone if parent(p) not in gone)  # a removed folder covers its tree
+
+
+def _under_file(written: Mapping[RelPath, Override | None], path: RelPath) -> bool:
+    """Whether a folder above `path` became a file or link (its old tree needs no entries)."""
+    while path:
+        path = parent(path)
+        if path in written and not isinstance(written[path], Dir):
+            return True
+    return False
+
+
+def _user_has(source: str, manifest: Manifest, path: RelPath) -> bool:
+    """Whether, without an override at `path`, the view would show something of the user's."""
+    entries = {p: o for p, o in manifest.items() if p != path}
+    below = lower_source(entries, path)
+    return below is not None and os.path.lexists(os.path.join(source, below))
