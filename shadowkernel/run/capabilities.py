@@ -123,7 +123,9 @@ def _namespaces() -> str | None:
     program = shutil.which("unshare")
     if program is None:
         return "unshare is not installed (util-linux)"
-    argv = [program, "--mount", "--propagation", "private"]
+    # What a run needs (run/sandbox.py): a masked /proc (Docker) refuses --mount-proc.
+    argv = [program, "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc",
+            "--net"]  # fmt: skip
     if os.geteuid() != 0:
         argv += ["--user", "--map-root-user"]
     try:

@@ -133,13 +133,15 @@ def materialise(source: str, manifest: Manifest, store, skip: Sequence[str] = ()
     """A fresh private copy of `manifest`'s view of `source` (see the module docstring)."""
     root = tempfile.mkdtemp(prefix="shadowkernel-copy-", dir=_copy_parent(source))
     try:
-        linked = _link_environments(source, root)
+        linked = []
+        for name in environments(source):
+            os.symlink(os.path.join(source, name), os.path.join(root, name))
+            linked.append(os.path.join(source, name))
         for path in project_files(source, skip):
-            if not any(path == n or path.startswith(n + "/") for n in ENVIRONMENTS):
-                _clone(os.path.join(source, path), os.path.join(root, path))
+            _clone(os.path.join(source, path), os.path.join(root, path))
         for path in sorted(manifest):
             _apply(root, source, path, manifest[path])
-        return Copy(root, linked, snapshot(root))
+        return Copy(root, tuple(linked), snapshot(root))
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -156,35 +158,34 @@ def _copy_parent(source: str) -> str:
     return choice
 
 
-def _link_environments(source: str, root: str) -> tuple[str, ...]:
-    linked = []
+def environments(source: str) -> list[str]:
+    """Top-level folders a copy links instead of copying (venvs, node_modules)."""
     with os.scandir(source) as entries:
-        for entry in entries:
-            is_env = entry.name in ENVIRONMENTS or os.path.exists(
-                os.path.join(entry.path, "pyvenv.cfg")
-            )
-            if entry.is_dir(follow_symlinks=False) and is_env:
-                os.symlink(entry.path, os.path.join(root, entry.name))
-                linked.append(entry.path)
-    return tuple(sorted(linked))
+        return sorted(
+            e.name for e in entries if e.is_dir(follow_symlinks=False)
+            and (e.name in ENVIRONMENTS or os.path.exists(os.path.join(e.path, "pyvenv.cfg")))
+        )  # fmt: skip
 
 
 def project_files(source: str, skip: Sequence[str] = ()) -> list[RelPath]:
-    """Files (and symlinks) of the project that a copy holds, less ignored ones."""
-    listed = _git_files(source)
-    ignored = _ignore_spec(source, skip)
+    """Files (and symlinks) of the project that a copy holds, less ignored ones and the
+    environments it links."""
+    linked = environments(source)
+    listed = _git_files(source, linked)
+    ignored = _ignore_spec(source, [*skip, *(f"/{name}/" for name in linked)])
     if listed is None:
         listed = _walk(source, ignored)
     return [p for p in listed if not ignored.match_file(p) and os.path.lexists(
         os.path.join(source, p))]  # fmt: skip
 
 
-def _git_files(source: str) -> list[RelPath] | None:
+def _git_files(source: str, linked: Sequence[str]) -> list[RelPath] | None:
     git = shutil.which("git")
     if git is None:
         return None
     done = subprocess.run(
-        [git, "-C", source, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        [git, "-C", source, "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+         "--", ".", *(f":(exclude){name}" for name in linked)],
         capture_output=True, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
     )  # fmt: skip
     if done.returncode != 0:
