@@ -104,7 +104,7 @@ def run_in_copy(
 def _plan(copy: Copy, argv: list[str], workdir: RelPath, network: bool, private: bool) -> Plan:
     m = machine()
     # Bind each environment read-only over itself, so the copy's links reach it read-only.
-    binds = " && ".join(f"mount -o bind,ro {shlex.quote(p)} {shlex.quote(p)}" for p in copy.linked)
+    binds = " && ".join(_read_only_bind(path) for path in copy.linked)
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(copy.root, workdir) if workdir else copy.root,
@@ -115,6 +115,14 @@ def _plan(copy: Copy, argv: list[str], workdir: RelPath, network: bool, private:
         drop_caps=m.setpriv,
         netns=None if network or not private else _netns(),
     )
+
+
+def _read_only_bind(path: str) -> str:
+    """Shell that binds `path` over itself read-only. The remount repeats the mount's other
+    flags: in a user namespace, nosuid/nodev/atime flags inherited from outside are locked."""
+    q = shlex.quote(path)
+    flags = f'$(findmnt -no VFS-OPTIONS -T {q} | sed "s/^rw,//")'
+    return f'mount --bind {q} {q} && mount -o "remount,bind,ro,{flags}" {q}'
 
 
 def _notes(copy: Copy, private: bool) -> list[str]:
