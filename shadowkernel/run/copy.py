@@ -10,8 +10,9 @@ What the copy holds, and what it does not:
 - The project's files: in a git repository, what `git ls-files --cached --others
   --exclude-standard` lists (so every .gitignore is honoured); elsewhere a walk that skips
   what the root .gitignore and the usual caches exclude. Each file is a reflink where the
-  filesystem has them (FICLONE: btrfs, xfs, ...; the copy goes next to the project's
-  filesystem's temporary directory when they share a device), else a plain copy. Ignored
+  filesystem has them (FICLONE: btrfs, xfs, ...; then the copy goes to the temporary
+  directory, on the project's filesystem), else a plain copy on tmpfs (/dev/shm) when the
+  files fit there twice over, else in the temporary directory. Ignored
   files (build outputs, a local .env) and `.git` are not in the copy: a run sees no
   repository.
 - Environments (`.venv`, `venv`, `node_modules` and any top-level folder with a
@@ -34,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import os
 import shlex
 import shutil
@@ -139,13 +141,14 @@ def _notes(copy: Copy, private: bool) -> list[str]:
 
 def materialise(source: str, manifest: Manifest, store, skip: Sequence[str] = ()) -> Copy:
     """A fresh private copy of `manifest`'s view of `source` (see the module docstring)."""
-    root = tempfile.mkdtemp(prefix="shadowkernel-copy-", dir=_copy_parent(source))
+    files = project_files(source, skip)
+    root = tempfile.mkdtemp(prefix="shadowkernel-copy-", dir=_copy_parent(source, files))
     try:
         linked = []
         for name in environments(source):
             os.symlink(os.path.join(source, name), os.path.join(root, name))
             linked.append(os.path.join(source, name))
-        for path in project_files(source, skip):
+        for path in files:
             _clone(os.path.join(source, path), os.path.join(root, path))
         for path in sorted(manifest):
             _apply(root, source, path, manifest[path])
@@ -155,15 +158,46 @@ def materialise(source: str, manifest: Manifest, store, skip: Sequence[str] = ()
         raise
 
 
-def _copy_parent(source: str) -> str:
-    """The temporary directory when it shares the project's filesystem (reflinks can work),
-    else tmpfs (creating a file there costs ~10 us, on a disk ~0.4 ms)."""
+def _copy_parent(source: str, files: Sequence[RelPath]) -> str:
+    """The temporary directory where it can reflink the project's files; else tmpfs when the
+    files fit there twice over (creating a file on tmpfs costs ~10 us, on a disk ~0.4 ms);
+    else the temporary directory."""
     temp = os.path.realpath(tempfile.gettempdir())
-    choice = temp if os.stat(temp).st_dev == os.stat(source).st_dev else scratch_parent()
-    if os.path.realpath(choice).startswith(source.rstrip("/") + "/"):
+    shm = os.path.realpath(scratch_parent())
+    sample = next((os.path.join(source, p) for p in files if _is_file(source, p)), None)
+    if sample and _reflinks(sample, temp):
+        choice = temp
+    elif shm != temp and _free(shm) > 2 * sum(os.lstat(os.path.join(source, p)).st_size
+                                               for p in files):  # fmt: skip
+        choice = shm
+    else:
+        choice = temp
+    if choice.startswith(source.rstrip("/") + "/"):
         raise RunError(f"the temporary directory {choice} lies inside the project; set TMPDIR "
                        "to a folder outside it")  # fmt: skip
     return choice
+
+
+def _is_file(source: str, path: RelPath) -> bool:
+    return stat.S_ISREG(os.lstat(os.path.join(source, path)).st_mode)
+
+
+@functools.cache
+def _reflinks(sample: str, directory: str) -> bool:
+    """Whether `directory` can reflink `sample` (one try per project file and directory)."""
+    if os.stat(sample).st_dev != os.stat(directory).st_dev:
+        return False
+    with open(sample, "rb") as fin, tempfile.TemporaryFile(dir=directory) as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), FICLONE, fin.fileno())
+        except OSError:
+            return False
+    return True
+
+
+def _free(directory: str) -> int:
+    st = os.statvfs(directory)
+    return st.f_bavail * st.f_frsize
 
 
 def environments(source: str) -> list[str]:
