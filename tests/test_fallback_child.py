@@ -37,6 +37,7 @@ FILES = [
 ]
 
 pytestmark = [
+    pytest.mark.slow,  # two children, each running ~50 tests with real servers and kernels
     pytest.mark.timeout(1500),
     pytest.mark.skipif(
         shutil.which("bwrap") is None, reason="needs bwrap (apt-get install bubblewrap)"
