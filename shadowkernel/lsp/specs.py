@@ -95,7 +95,7 @@ class ServerSpec:
     search: tuple[str, ...] = ()
     search_only: bool = False
     request_timeout: float = 30.0
-    env: Mapping[str, str] = field(default_factory=dict)  # added to the server's environment
+    env: Mapping[str, str] = attrs.field(factory=dict)  # added to the server's environment
 
     def __attrs_post_init__(self) -> None:
         if not self.argv:

@@ -26,9 +26,10 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
+
+import attrs
 
 from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError
 from ..lsp import LspPool
@@ -140,7 +141,7 @@ class Workspace:
             return self.servers
         env = private_cache_env(shadow.cache_dir)
         specs: list[ServerSpec] = resolve_specs(self.servers)
-        return [replace(spec, env={**env, **spec.env}) for spec in specs]
+        return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
 
     async def _start(self, policy: Policy, batch: int, idle_timeout: float) -> Scheduler:
         threaded = len(self._shadows) > 1
