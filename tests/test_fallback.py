@@ -9,6 +9,7 @@ where the workspace falls back by itself.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,6 +109,7 @@ def test_the_copy_skips_ignored_files_and_links_the_venv(project: Path) -> None:
         assert (root / "tool.sh").stat().st_mode & 0o777 == 0o755
         assert os.readlink(root / "link") == "README.md"
     finally:
+        shutil.rmtree(copy.root)
         store.close()
 
 
@@ -117,16 +119,16 @@ def test_what_a_run_wrote_comes_back_as_a_delta_of_overrides(project: Path) -> N
     manifest = {staged: File(store.make(b"S = 1\n"), None, 0o644, 0)}
     copy = materialise(str(project), manifest, store)
     root = Path(copy.root)
-    (root / "pkg/mod.py").write_text("changed\n")
-    (root / "README.md").unlink()  # the user's file: a whiteout
-    (root / staged).unlink()  # only the manifest had it: back to the manifest's absence
-    (root / "out/deep").mkdir(parents=True)
-    (root / "out/deep/x.txt").write_text("x")
-    (root / "tool.sh").chmod(0o700)
-    (root / "pkg").chmod(0o700)  # a folder's mode: its children still show through
-    (root / "link2").symlink_to("pkg")
-    written = harvest(copy, str(project), manifest, store)
     try:
+        (root / "pkg/mod.py").write_text("changed\n")
+        (root / "README.md").unlink()  # the user's file: a whiteout
+        (root / staged).unlink()  # only the manifest had it: back to the manifest's absence
+        (root / "out/deep").mkdir(parents=True)
+        (root / "out/deep/x.txt").write_text("x")
+        (root / "tool.sh").chmod(0o700)
+        (root / "pkg").chmod(0o700)  # a folder's mode: its children still show through
+        (root / "link2").symlink_to("pkg")
+        written = harvest(copy, str(project), manifest, store)
         assert set(written) == {"pkg/mod.py", "README.md", staged, "out", "out/deep",
                                 "out/deep/x.txt", "tool.sh", "pkg", "link2"}  # fmt: skip
         assert written["README.md"] is WHITEOUT and written[staged] is None
@@ -136,7 +138,7 @@ def test_what_a_run_wrote_comes_back_as_a_delta_of_overrides(project: Path) -> N
         assert written["tool.sh"].mode == 0o700  # type: ignore[union-attr]
         assert written["link2"] == Symlink(b"pkg")
     finally:
-        os.chmod(root / "pkg", 0o755)
+        shutil.rmtree(copy.root)
         store.close()
 
 
