@@ -72,7 +72,7 @@ def test_keep_must_be_a_bool(ws: sk.Workspace) -> None:
         ws.branch("bad").run("true", keep="yes")  # type: ignore[arg-type]
 
 
-@pytest.mark.fallback(OFFLINE_NEEDS_NAMESPACES, only="locked")
+@pytest.mark.fallback(OFFLINE_NEEDS_NAMESPACES, unless="namespaces")
 def test_merge_check_joins_two_branches_over_their_base(ws: sk.Workspace) -> None:
     before = snapshot(Path(ws.root))
     a, b = ws.branch("a"), ws.branch("b")
