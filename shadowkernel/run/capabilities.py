@@ -9,9 +9,9 @@ Two modes:
   (see `overlay/detached.py` and `run/copy.py`). Plain Docker containers, most JupyterHub
   pods, many clusters and macOS end up here.
 
-Runs also depend on private namespaces (a network namespace for offline runs, a mount
-namespace to show a view at the folder's own path or keep the venv read-only) and on
-overlayfs; the probes record those too, so the reason a workspace gives names all of them.
+Runs also depend on the sandbox (bwrap in its own user, PID and network namespaces: offline
+runs, a read-only machine) and on overlayfs; the probes record those too, so the reason a
+workspace gives names all of them.
 
 `decide` is a pure function over probed `Facts` (tested directly); `probe()` does the I/O,
 once per process. Caveat: the probes show what should work; a FUSE mount can still fail
@@ -41,7 +41,7 @@ class Facts:
 
     fuse_device: str | None  # /dev/fuse missing or not openable
     fusermount: str | None  # no usable fusermount3 (needed unless root)
-    namespaces: str | None  # `unshare` of a mount (and user) namespace refused
+    namespaces: str | None  # no sandbox: bwrap missing or its namespaces refused
     overlayfs: str | None  # the kernel has no overlayfs
 
     @property
@@ -78,8 +78,8 @@ def mount_failed(error: Exception, facts: Facts) -> Mode:
 
 def _runs(facts: Facts) -> str:
     if facts.namespaces is None:
-        return "lints from open documents, runs in a private copy inside private namespaces"
-    return (f"lints from open documents, runs in a private copy without private namespaces "
+        return "lints from open documents, runs in a private copy in the sandbox"
+    return (f"lints from open documents, runs in a private copy without a sandbox "
             f"({facts.namespaces}): offline runs refused, paths not transparent")  # fmt: skip
 
 
@@ -120,18 +120,24 @@ def _fusermount() -> str | None:
 
 
 def _namespaces() -> str | None:
-    program = shutil.which("unshare")
+    program = shutil.which("bwrap")
     if program is None:
-        return "unshare is not installed (util-linux)"
-    # What a run needs (run/sandbox.py): a masked /proc (Docker) refuses --mount-proc.
-    argv = [program, "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc",
-            "--net"]  # fmt: skip
-    if os.geteuid() != 0:
-        argv += ["--user", "--map-root-user"]
+        return "bwrap is not installed (apt-get install bubblewrap)"
+    if os.geteuid() == 0 and not _has_sys_admin():
+        return "root without CAP_SYS_ADMIN (root's runs mount their layers themselves)"
+    # What a run's sandbox needs (run/sandbox.py): a masked /proc (Docker) refuses --proc.
+    argv = [program, "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-net",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]  # fmt: skip
     try:
-        done = subprocess.run([*argv, "true"], capture_output=True, timeout=10)
+        done = subprocess.run(argv, capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return f"unshare failed: {error}"
+        return f"bwrap failed: {error}"
     if done.returncode != 0:
-        return f"unshare refused: {done.stderr.decode(errors='replace').strip()[:200]}"
+        return f"bwrap refused: {done.stderr.decode(errors='replace').strip()[:200]}"
     return None
+
+
+def _has_sys_admin() -> bool:
+    with open("/proc/self/status") as f:
+        effective = next(line for line in f if line.startswith("CapEff:")).split()[1]
+    return bool(int(effective, 16) >> 21 & 1)  # CAP_SYS_ADMIN is capability 21

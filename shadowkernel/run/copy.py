@@ -37,7 +37,6 @@ import dataclasses
 import fcntl
 import functools
 import os
-import shlex
 import shutil
 import stat
 import subprocess
@@ -53,9 +52,23 @@ from ..errors import RunError
 from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, freeze, lower_source
 from ..paths import ROOT, RelPath, join, parent, rel
 from . import capabilities
+from .layers import Layers, check_writable
 from .result import DEFAULT_OUTPUT_CAP, RunResult
-from .runner import DEFAULT_MAX_PROCESSES, _argv, _execute, _netns, _result, _View, scratch_parent
-from .sandbox import Plan, machine
+from .runner import (
+    DEFAULT_MAX_DISK,
+    DEFAULT_MAX_MEMORY,
+    DEFAULT_MAX_PROCESSES,
+    TMP_DIRS,
+    Limits,
+    _argv,
+    _execute,
+    _layered,
+    _plan,
+    _result,
+    _View,
+    scratch_parent,
+)
+from .sandbox import Bind, Plan, machine
 
 ENVIRONMENTS = (".venv", "venv", "node_modules")
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
@@ -76,7 +89,8 @@ def run_in_copy(
     shadow, manifest: Mapping[RelPath, Override], command: str | Sequence[str], *,
     timeout: float = 60, network: bool = False, python: bool = False,
     output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
-    cwd: str = ROOT, max_processes: int = DEFAULT_MAX_PROCESSES,
+    cwd: str = ROOT, writable: Sequence[str] = (), max_processes: int = DEFAULT_MAX_PROCESSES,
+    max_memory: int = DEFAULT_MAX_MEMORY, max_disk: int = DEFAULT_MAX_DISK,
     cancel: threading.Event | None = None,
 ) -> RunResult:  # fmt: skip
     """`run_in_shadow` for a shadow without a mount (see the module docstring)."""
@@ -85,68 +99,90 @@ def run_in_copy(
                        "mode); use mode='auto'")  # fmt: skip
     start = time.monotonic()
     manifest, workdir = freeze(manifest), rel(cwd)
-    private = capabilities.probe().namespaces is None
-    if not private and not network:
-        raise RunError("this machine cannot make a private network namespace (unshare is "
-                       "refused); pass network=True to run with the network anyway")  # fmt: skip
-    copy = materialise(shadow.source, manifest, shadow.store, getattr(shadow, "skip", ()))
+    sandboxed = capabilities.probe().namespaces is None
+    if not sandboxed and not network:
+        raise RunError("this machine cannot sandbox runs (needs bwrap: apt-get install "
+                       "bubblewrap, and user namespaces); pass network=True to run "
+                       "unsandboxed anyway")  # fmt: skip
+    environment = dict(os.environ if env is None else env)
+    layered = _layered(environment, check_writable(writable, shadow.source), shadow.source)
+    limits = Limits(max_processes, max_memory, max_disk)
+    skip = getattr(shadow, "skip", ())
+    copy = materialise(shadow.source, manifest, shadow.store, skip, link=not sandboxed)
     try:
-        argv = _argv(command, python, shadow.source, copy.root)
-        plan = _plan(copy, argv, workdir, network, private)
-        outcome, notes = _execute(plan, env, timeout, output_cap, max_processes, cancel)
+        view = _copy_view(copy, shadow.source, sandboxed)
+        argv = _argv(command, python, shadow.source, view.root)
+        with Layers((*layered, *copy.linked) if sandboxed else (), max_disk, scratch_parent(),
+                    machine().root, unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
+            plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
+            plan = _in_order(plan, view, copy.linked, shadow.source)
+            ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
+            outside = layers.written()
         written = harvest(copy, shadow.source, manifest, shadow.store)
     finally:
         shutil.rmtree(copy.root, ignore_errors=True)
-    notes = [*_notes(copy, private), *notes]
-    result = _result(argv, outcome, written, _View("copy", copy.root, ()), network, notes,
-                     setup=time.monotonic() - start - outcome.duration)  # fmt: skip
-    return dataclasses.replace(result, path_transparent=False)
+    notes = [*_notes(copy, sandboxed), *ended.notes]
+    setup = time.monotonic() - start - ended.outcome.duration
+    result = _result(argv, ended.outcome, written, view, network, notes, outside,
+                     ended.oom_kills, setup)  # fmt: skip
+    return dataclasses.replace(result, path_transparent=sandboxed)
 
 
-def _plan(copy: Copy, argv: list[str], workdir: RelPath, network: bool, private: bool) -> Plan:
-    m = machine()
-    # Bind each environment read-only over itself, so the copy's links reach it read-only.
-    binds = " && ".join(_read_only_bind(path) for path in copy.linked)
-    return Plan(
-        argv=tuple(argv),
-        cwd=os.path.join(copy.root, workdir) if workdir else copy.root,
-        namespaces=private,
-        network=network,
-        privileged=m.root,
-        mount=("sh", "-c", binds) if private and binds else (),
-        drop_caps=m.setpriv,
-        netns=None if network or not private else _netns(),
-    )
+def _copy_view(copy: Copy, source: str, sandboxed: bool) -> _View:
+    """Sandboxed, the copy is bound over the user's own path (path transparency); else the
+    run works at the copy's path, unsandboxed."""
+    if sandboxed:
+        return _View("copy", source, Bind(copy.root, source))
+    return _View("copy", copy.root, None)
 
 
-def _read_only_bind(path: str) -> str:
-    """Shell that binds `path` over itself read-only. The remount repeats the mount's other
-    flags: in a user namespace, nosuid/nodev/atime flags inherited from outside are locked."""
-    q = shlex.quote(path)
-    flags = f'$(findmnt -no VFS-OPTIONS -T {q} | sed "s/^rw,//")'
-    return f'mount --bind {q} {q} && mount -o "remount,bind,ro,{flags}" {q}'
+def _in_order(plan: Plan, view: _View, linked: Sequence[str], source: str) -> Plan:
+    """The copy goes over the user's path before the environments' copy-on-write layers go
+    over their mount points in it; the user's folder is not hidden (it is the detached
+    shadow's "mountpoint"), since the copy covers it anyway."""
+    if view.bind is None:
+        return plan
+    envs = [b for b in plan.binds if b.target in linked]
+    rest = [b for b in plan.binds if b.target not in linked and b != view.bind]
+    hide = tuple(h for h in plan.hide if h != source)
+    return dataclasses.replace(plan, binds=(*rest, view.bind, *envs), hide=hide)
 
 
-def _notes(copy: Copy, private: bool) -> list[str]:
-    notes = [f"no mount here (documents mode): ran in a private copy of the project at "
-             f"{copy.root}; absolute paths of the user's folder still lead to it"]  # fmt: skip
-    if copy.linked and not private:
-        notes.append(f"{', '.join(copy.linked)} reached at the real path, writable: no private "
-                     "namespace to make it read-only")  # fmt: skip
+def _notes(copy: Copy, sandboxed: bool) -> list[str]:
+    if sandboxed:
+        notes = ["no mount here (documents mode): ran in a private copy of the project, shown "
+                 "at the folder's own path"]  # fmt: skip
+    else:
+        notes = [f"no mount here (documents mode) and no sandbox: ran unsandboxed in a "
+                 f"private copy at {copy.root}; absolute paths of the user's folder still "
+                 "lead to it"]  # fmt: skip
+    if copy.linked and not sandboxed:
+        notes.append(f"{', '.join(copy.linked)} reached at the real path, writable: no sandbox "
+                     "to make it read-only, and the machine was writable")  # fmt: skip
+    elif copy.linked:
+        notes.append(f"{', '.join(copy.linked)} shown copy-on-write (not copied): what the run "
+                     "wrote there was thrown away")  # fmt: skip
     return notes
 
 
 # -- materialising ------------------------------------------------------------------------------
 
 
-def materialise(source: str, manifest: Manifest, store, skip: Sequence[str] = ()) -> Copy:
-    """A fresh private copy of `manifest`'s view of `source` (see the module docstring)."""
+def materialise(
+    source: str, manifest: Manifest, store, skip: Sequence[str] = (), link: bool = True
+) -> Copy:
+    """A fresh private copy of `manifest`'s view of `source` (see the module docstring).
+    Environments become symlinks to their real paths (`link`), or empty folders where the
+    sandbox mounts them."""
     files = project_files(source, skip)
     root = tempfile.mkdtemp(prefix="shadowkernel-copy-", dir=_copy_parent(source, files))
     try:
         linked = []
         for name in environments(source):
-            os.symlink(os.path.join(source, name), os.path.join(root, name))
+            if link:
+                os.symlink(os.path.join(source, name), os.path.join(root, name))
+            else:
+                os.mkdir(os.path.join(root, name))
             linked.append(os.path.join(source, name))
         for path in files:
             _clone(os.path.join(source, path), os.path.join(root, path))
