@@ -19,7 +19,7 @@ HAS_FUSE = os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not No
 # In the fallback child (test_fallback_child.py) the workspace tests run without FUSE on purpose.
 FALLBACK_CHILD = os.environ.get("SHADOWKERNEL_FALLBACK_CHILD")
 needs_fuse = pytest.mark.skipif(not HAS_FUSE and not FALLBACK_CHILD, reason=FUSE_REASON)
-OFFLINE_NEEDS_NAMESPACES = "offline runs need a network namespace: refused where unshare is"
+OFFLINE_NEEDS_NAMESPACES = "offline runs need the sandbox: refused where bwrap cannot run"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="kernel overlayfs mounts need root")
 
 

@@ -154,5 +154,5 @@ def test_workspace_run_and_kernel_tests_pass_in_fallback_mode(
     assert " passed" in done.stdout and " failed" not in done.stdout, tail
     assert FUSE_REASON not in done.stdout, tail  # they ran without FUSE, not skipped for it
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert len(skipped) <= 4 and all("fallback differs" in s or "namespaces" in s
+    assert len(skipped) <= 4 and all("fallback differs" in s or "sandbox" in s
                                      for s in skipped), tail  # fmt: skip

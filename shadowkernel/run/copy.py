@@ -16,17 +16,21 @@ What the copy holds, and what it does not:
   files (build outputs, a local .env) and `.git` are not in the copy: a run sees no
   repository.
 - Environments (`.venv`, `venv`, `node_modules` and any top-level folder with a
-  `pyvenv.cfg`) are not copied: the copy holds a symlink to their real path. With private
-  namespaces they are bound read-only in the run's mount namespace; without them nothing can
-  stop a run from writing into them (`pip install` in a run changes the user's environment):
+  `pyvenv.cfg`) are never copied. In the sandbox (bwrap, as for FUSE runs) the copy holds an
+  empty folder for each, where the run gets a copy-on-write layer of the real one: it reads
+  the user's environment, and what it writes there is thrown away (listed in
+  `written_outside`). Without a sandbox the copy holds a symlink to the real path, and
+  nothing stops a run from writing into it (`pip install` changes the user's environment):
   the run's notes say so.
-- No path transparency: the run works at the copy's path, so absolute paths of the user's
-  folder (a venv's scripts, editable installs, build caches) still reach the user's files
-  (`path_transparent=False`). Code imported from the working directory (`python -m pytest`,
-  pytest's rootdir) is the copy's.
+- Path transparency where the sandbox can be had: the copy is bound over the user's own
+  path, so venvs, editable installs and absolute paths see the branch's version
+  (`path_transparent=True`). Without a sandbox the run works at the copy's path,
+  unsandboxed, and absolute paths of the user's folder still reach the user's files
+  (`path_transparent=False`); code imported from the working directory (`python -m
+  pytest`, pytest's rootdir) is the copy's.
 
-Offline runs need a private network namespace; where none can be made the run is refused
-unless `network=True`, as for FUSE runs. Caveat: the harvest compares (type, size, mtime,
+Offline runs need the sandbox; where none can be made the run is refused unless
+`network=True`, as for FUSE runs. Caveat: the harvest compares (type, size, mtime,
 ctime, inode, mode) of each entry, so it costs a walk of the copy (not of the environments).
 """
 
