@@ -16,7 +16,10 @@ import pytest
 
 FUSE_REASON = "needs /dev/fuse and fusermount3 (apt-get install fuse3)"
 HAS_FUSE = os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
-needs_fuse = pytest.mark.skipif(not HAS_FUSE, reason=FUSE_REASON)
+# In the fallback child (test_fallback_child.py) the workspace tests run without FUSE on purpose.
+FALLBACK_CHILD = os.environ.get("SHADOWKERNEL_FALLBACK_CHILD")
+needs_fuse = pytest.mark.skipif(not HAS_FUSE and not FALLBACK_CHILD, reason=FUSE_REASON)
+OFFLINE_NEEDS_NAMESPACES = "offline runs need the sandbox: refused where bwrap cannot run"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="kernel overlayfs mounts need root")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from kernel_helpers import Kernel, copy_sample, kernel
-from overlay_helpers import needs_fuse
+from overlay_helpers import OFFLINE_NEEDS_NAMESPACES, needs_fuse
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
 
@@ -169,6 +169,7 @@ def test_navigation_bad_positions(k: Kernel) -> None:
     assert "unknown branch" in k.usage_error("%goto nowhere main.py:1:1")
 
 
+@pytest.mark.fallback(OFFLINE_NEEDS_NAMESPACES, unless="namespaces")
 def test_shadow_run_shell_and_python(k: Kernel, project: Path) -> None:
     k.ok("%branch new run")
     k.ok(
@@ -189,6 +190,7 @@ def test_shadow_run_shell_and_python(k: Kernel, project: Path) -> None:
     assert result == "3"
 
 
+@pytest.mark.fallback(OFFLINE_NEEDS_NAMESPACES, unless="namespaces")
 def test_shadow_run_bad_input(k: Kernel) -> None:
     k.ok("%branch new rb")
     assert "unknown branch" in k.usage_error("%%shadow_run nobranch\ntrue")

@@ -66,6 +66,8 @@ class ShadowMagics(_SessionMagics):
     @argument("--allow-accept", action="store_true",
               help="mcp: let agents accept branches into the folder")  # fmt: skip
     @argument("--stop", action="store_true", help="mcp: stop serving")
+    @argument("--mode", choices=["auto", "fuse", "documents"], default="auto",
+              help="fuse: a FUSE mount; documents: the fallback without one")  # fmt: skip
     @line_magic
     @usage_errors
     def shadow(self, line: str) -> Any:
@@ -74,8 +76,9 @@ class ShadowMagics(_SessionMagics):
         if args.action == "open":
             if not args.path:
                 raise UsageError("%shadow open needs PATH, the project folder to shadow")
-            ws = self.session.open(args.path, args.servers, args.lanes)
+            ws = self.session.open(args.path, args.servers, args.lanes, args.mode)
             print(f"shadow of {ws.root} open with {', '.join(ws.servers)} (as `ws`)")
+            print(f"mode: {ws.mode} ({ws.mode_reason})")
         elif args.action == "close":
             self.session.close()
             print("shadow closed: servers stopped, unmounted")

@@ -37,9 +37,9 @@ class Session:
 
     # -- the workspace ------------------------------------------------------------------------
 
-    def open(self, path: str, servers: list[str], lanes: int = 1) -> Workspace:
+    def open(self, path: str, servers: list[str], lanes: int = 1, mode: str = "auto") -> Workspace:
         """A new shadow of `path`; the previous one closes only once this one is open."""
-        workspace = self.call(Workspace, path, servers=servers, lanes=lanes)
+        workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
         self.close()
         self.workspace = workspace
         if self.shell is not None:

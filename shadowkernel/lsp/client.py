@@ -123,6 +123,7 @@ class LanguageClient:
         process = await asyncio.create_subprocess_exec(
             *command,
             cwd=root,
+            env={**os.environ, **spec.env} if spec.env else None,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

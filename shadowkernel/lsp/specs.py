@@ -95,6 +95,7 @@ class ServerSpec:
     search: tuple[str, ...] = ()
     search_only: bool = False
     request_timeout: float = 30.0
+    env: Mapping[str, str] = attrs.field(factory=dict)  # added to the server's environment
 
     def __attrs_post_init__(self) -> None:
         if not self.argv:
@@ -126,6 +127,7 @@ class ServerSpec:
             search=tuple(spec.get("search", ())),
             search_only=bool(spec.get("search_only", False)),
             request_timeout=float(spec.get("request_timeout", 30.0)),
+            env=dict(spec.get("env", {})),
         )
 
     def command(self) -> list[str]:

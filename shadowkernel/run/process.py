@@ -25,6 +25,7 @@ F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
 CHECK_EVERY = 0.05  # seconds between calls of `stop_when`
 DRAIN_AFTER_EXIT = 5.0  # seconds to wait for leftovers' output once the run has ended
+EXIT_AFTER_EOF = 1.0  # seconds a run that closed its output gets to exit before it is killed
 
 
 @dataclass
@@ -108,6 +109,9 @@ def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
         for pipe in captures:
             pipe.close()
     if not timed_out and process.poll() is None:
+        # Both pipes can close a moment before the exit is seen: killing then gave -9.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=EXIT_AFTER_EOF)
         _kill(process, kill_leftovers)
     return timed_out
 

@@ -91,6 +91,13 @@ def run_in_shadow(
     `writable` paths (absolute directories outside the project) are copy-on-write for the
     run, like $HOME: the run writes its own copies, which vanish with it. Setting `cancel`
     (from any thread) kills the run and all its processes."""
+    if getattr(shadow, "detached", False):  # no mount (documents mode): run in a private copy
+        from .copy import run_in_copy
+
+        return run_in_copy(shadow, manifest, command, timeout=timeout, network=network,
+                           python=python, output_cap=output_cap, mode=mode, env=env, cwd=cwd,
+                           writable=writable, max_processes=max_processes,
+                           max_memory=max_memory, max_disk=max_disk, cancel=cancel)  # fmt: skip
     start = time.monotonic()
     manifest = freeze(manifest)
     workdir, notes = rel(cwd), list[str]()

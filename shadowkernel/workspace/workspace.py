@@ -6,7 +6,11 @@
         a.lint(new_only=True)            # LintTable (pandas), 1-based positions
         a.accept()                       # the only call that writes the user's folder
 
-Only FUSE mode exists so far (no in-memory fallback).
+Two modes (`ws.mode`, and why: `ws.mode_reason`): "fuse", a FUSE mount per lane; and
+"documents" where no mount can be made (no /dev/fuse, no mount rights): servers rooted at the
+user's folder get the staged files as open documents, runs happen in a private copy
+(overlay/detached.py, run/copy.py, docs/fallback.md). mode="auto" probes once
+(run/capabilities.py) and also falls back when the mount itself fails.
 """
 
 from __future__ import annotations
@@ -25,18 +29,24 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import ArgumentError, ClosedError, NotFound, PathError
+import attrs
+
+from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError
 from ..lsp import LspPool
 from ..lsp.navigation import Symbol
+from ..lsp.specs import ServerSpec, resolve_specs
+from ..overlay.detached import DetachedShadow, private_cache_env
 from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import RelPath
+from ..run import capabilities
 from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
 from . import arguments
 from .baselints import BaseLints
 from .branch import Branch, merge_branches
 from .bridge import LoopThread
 from .folder import Folder
+from .scratch import USUAL_CACHES
 from .staging import digest
 
 log = logging.getLogger(__name__)
@@ -73,6 +83,7 @@ class Workspace:
         batch: int = 8,
         idle_timeout: float = 900,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        mode: str = "auto",
     ) -> None:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
@@ -84,32 +95,61 @@ class Workspace:
         arguments.seconds("idle_timeout", idle_timeout)
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
         self.servers = tuple(servers)
-        self.mode = "fuse"
+        self.mode, self.mode_reason = "fuse", ""  # set by _open_shadows
         self.folder = Folder(self.root)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
         self.bridge = LoopThread()
         self.origin = time.perf_counter()  # the timeline's zero
-        self._shadows: list[Shadow] = []
+        self._shadows: list[Shadow | DetachedShadow] = []
         self._branches: dict[str, Branch] = {}
         self._lock = threading.Lock()
         self._base_blobs: dict[tuple[RelPath, str], Blob] = {}
         self._ids = itertools.count(1)
         self._closed = False
         try:
-            self._shadows = [Shadow(self.root, store=self.store) for _ in range(lanes)]
+            self._open_shadows(mode, lanes)
             self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
         except BaseException:
             self.close()
             raise
         _OPEN.add(self)
 
+    def _open_shadows(self, requested: str, lanes: int) -> None:
+        """A FUSE shadow per lane, or (no mount possible) a detached one; sets the mode."""
+        facts = capabilities.probe()
+        chosen = capabilities.decide(requested, facts)
+        if chosen.name == "fuse":
+            try:
+                for _ in range(lanes):
+                    self._shadows.append(Shadow(self.root, store=self.store))
+            except OverlayError as error:
+                if requested == "fuse":
+                    raise
+                chosen = capabilities.mount_failed(error, facts)
+                for shadow in self._shadows:
+                    shadow.close()
+                self._shadows = []
+        self.mode, self.mode_reason = chosen.name, chosen.reason
+        if chosen.name == "documents":
+            self._shadows = [DetachedShadow(self.root, store=self.store, skip=USUAL_CACHES)
+                             for _ in range(lanes)]  # fmt: skip
+
+    def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
+        """Detached shadows root servers at the user's folder: their caches go elsewhere."""
+        if not isinstance(shadow, DetachedShadow):
+            return self.servers
+        env = private_cache_env(shadow.cache_dir)
+        specs: list[ServerSpec] = resolve_specs(self.servers)
+        return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
+
     async def _start(self, policy: Policy, batch: int, idle_timeout: float) -> Scheduler:
         threaded = len(self._shadows) > 1
         lanes = [
-            Lane(i, shadow, LspPool(shadow.mountpoint, self.servers, idle_timeout), threaded)
+            Lane(i, shadow, LspPool(shadow.mountpoint, self._servers_for(shadow), idle_timeout),  # type: ignore[arg-type]
+                 threaded)
             for i, shadow in enumerate(self._shadows)
-        ]
+        ]  # fmt: skip
         scheduler = Scheduler(lanes, policy, batch, origin=self.origin)
         scheduler.start()
         return scheduler
@@ -119,8 +159,9 @@ class Workspace:
         return self._closed
 
     @property
-    def shadows(self) -> tuple[Shadow, ...]:
-        """The shadow of each lane (its `mountpoint` is where servers and programs look)."""
+    def shadows(self) -> tuple[Shadow | DetachedShadow, ...]:
+        """The shadow of each lane (its `mountpoint` is where servers and programs look; in
+        documents mode that is the user's folder, read-only by convention)."""
         return tuple(self._shadows)
 
     # -- branches --------------------------------------------------------------------------
@@ -210,6 +251,7 @@ class Workspace:
 
     def statistics(self) -> dict[str, Any]:
         return {
+            "mode": self.mode,
             "lanes": len(self._shadows),
             "queued": len(self._scheduler.queue),
             "branches": len(self._branches),

@@ -1,0 +1,143 @@
+"""What this machine allows a workspace to do, probed once, and which mode follows (pure).
+
+Two modes:
+
+- "fuse": the folder proxy is a FUSE mount (the design's normal case). Needs `/dev/fuse`
+  present and openable, and either root or a setuid `fusermount3`.
+- "documents": no mount. Language servers are rooted at the user's folder and get the
+  branch's staged files as open documents; runs happen in a private copy of the project
+  (see `overlay/detached.py` and `run/copy.py`). Plain Docker containers, most JupyterHub
+  pods, many clusters and macOS end up here.
+
+Runs also depend on the sandbox (bwrap in its own user, PID and network namespaces: offline
+runs, a read-only machine) and on overlayfs; the probes record those too, so the reason a
+workspace gives names all of them.
+
+`decide` is a pure function over probed `Facts` (tested directly); `probe()` does the I/O,
+once per process. Caveat: the probes show what should work; a FUSE mount can still fail
+(a container with the device but without CAP_SYS_ADMIN), which is why mode="auto" also falls
+back when the mount itself fails (workspace.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+
+from ..errors import ArgumentError, OverlayError
+from .sandbox import _has_filesystem
+
+MODES = ("auto", "fuse", "documents")
+FUSE_DEVICE = "/dev/fuse"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """One problem per capability (None: available)."""
+
+    fuse_device: str | None  # /dev/fuse missing or not openable
+    fusermount: str | None  # no usable fusermount3 (needed unless root)
+    namespaces: str | None  # no sandbox: bwrap missing or its namespaces refused
+    overlayfs: str | None  # the kernel has no overlayfs
+
+    @property
+    def fuse(self) -> str | None:
+        return self.fuse_device or self.fusermount
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str  # "fuse" | "documents"
+    reason: str
+
+
+def decide(requested: str, facts: Facts) -> Mode:
+    """The mode a workspace runs in, and why, given what the machine allows."""
+    if requested not in MODES:
+        raise ArgumentError(f"mode={requested!r}: give one of {', '.join(map(repr, MODES))}")
+    runs = _runs(facts)
+    if requested == "documents":
+        return Mode("documents", f"mode='documents' was asked for; {runs}")
+    if facts.fuse is None:
+        return Mode("fuse", f"FUSE mount possible ({FUSE_DEVICE} opens, mounting allowed)")
+    if requested == "fuse":
+        raise OverlayError(f"mode='fuse': no FUSE mount here ({facts.fuse}); pass "
+                           "mode='auto' or mode='documents' to use the fallback")  # fmt: skip
+    return Mode("documents", f"no FUSE mount ({facts.fuse}); {runs}")
+
+
+def mount_failed(error: Exception, facts: Facts) -> Mode:
+    """The fallback when the probes allowed a mount but mounting it failed."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return Mode("documents", f"the FUSE mount failed ({first[:300]}); {_runs(facts)}")
+
+
+def _runs(facts: Facts) -> str:
+    if facts.namespaces is None:
+        return "lints from open documents, runs in a private copy in the sandbox"
+    return (f"lints from open documents, runs in a private copy without a sandbox "
+            f"({facts.namespaces}): offline runs refused, paths not transparent")  # fmt: skip
+
+
+# -- probes (I/O, once per process) ---------------------------------------------------------
+
+
+@functools.cache
+def probe() -> Facts:
+    return Facts(
+        fuse_device=_fuse_device(),
+        fusermount=_fusermount(),
+        namespaces=_namespaces(),
+        overlayfs=None if _has_filesystem("overlay") else "the kernel lists no overlay filesystem",
+    )
+
+
+def _fuse_device() -> str | None:
+    try:
+        fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return f"{FUSE_DEVICE} is missing"
+    except OSError as error:
+        return f"{FUSE_DEVICE} cannot be opened: {error.strerror}"
+    os.close(fd)
+    return None
+
+
+def _fusermount() -> str | None:
+    if os.geteuid() == 0:
+        return None  # root mounts directly
+    program = shutil.which("fusermount3")
+    if program is None:
+        return "fusermount3 is not installed (apt-get install fuse3)"
+    st = os.stat(program)
+    if not (st.st_mode & stat.S_ISUID and st.st_uid == 0):
+        return f"{program} is not setuid root, and this process is not root"
+    return None
+
+
+def _namespaces() -> str | None:
+    program = shutil.which("bwrap")
+    if program is None:
+        return "bwrap is not installed (apt-get install bubblewrap)"
+    if os.geteuid() == 0 and not _has_sys_admin():
+        return "root without CAP_SYS_ADMIN (root's runs mount their layers themselves)"
+    # What a run's sandbox needs (run/sandbox.py): a masked /proc (Docker) refuses --proc.
+    argv = [program, "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-net",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"]  # fmt: skip
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap failed: {error}"
+    if done.returncode != 0:
+        return f"bwrap refused: {done.stderr.decode(errors='replace').strip()[:200]}"
+    return None
+
+
+def _has_sys_admin() -> bool:
+    with open("/proc/self/status") as f:
+        effective = next(line for line in f if line.startswith("CapEff:")).split()[1]
+    return bool(int(effective, 16) >> 21 & 1)  # CAP_SYS_ADMIN is capability 21
