@@ -26,3 +26,5 @@ def test_readme_example_runs(index: int, project: Path, capsys: pytest.CaptureFi
     if "sk.Workspace" in code:
         out = capsys.readouterr().out
         assert "F401" in out and "+    return b + a" in out
+        if "merge_check" in code:  # the shell edit was kept, and overlaps a's edit
+            assert "('pkg/mod.py',)" in out and "Symbol(name='add', kind='function'" in out
