@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import pyfuse3
 
+from ..errors import ShadowError
 from .tree import Stat, Tree
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ def _errors_as_fuse(handler: F) -> F:
             raise
         except OSError as exc:
             raise pyfuse3.FUSEError(exc.errno or errno.EIO) from None
+        except ShadowError as exc:  # the family's errno: a PathError is EINVAL, NotFound ENOENT
+            raise pyfuse3.FUSEError(exc.errno) from None
         except Exception:
             log.exception("overlay: %s failed", handler.__name__)
             raise pyfuse3.FUSEError(errno.EIO) from None
