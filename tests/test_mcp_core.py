@@ -13,11 +13,12 @@ import anyio
 import pytest
 
 from shadowkernel.errors import ShadowError
-from shadowkernel.lsp import Edit, Fix, Lint, lint_table
+from shadowkernel.lsp import Fix, Lint, lint_table
 from shadowkernel.mcp import TOOL_NAMES, shapes, snippets
 from shadowkernel.mcp.tools import entries, stable
 from shadowkernel.mcp.transports import BearerAuth, is_loopback, parse_address, write_token
 from shadowkernel.paths import RelPath
+from shadowkernel.text.ranges import TextEdit
 
 
 def test_tool_names_are_the_issues() -> None:
@@ -46,7 +47,7 @@ def test_a_listing_lays_staged_files_over_the_users_folder() -> None:
 
 
 def test_lint_rows_are_plain_json_with_fix_ids() -> None:
-    fix = Fix("Remove import", (Edit(RelPath("m.py"), 1, 1, 2, 1, ""),))
+    fix = Fix("Remove import", (TextEdit(RelPath("m.py"), 1, 1, 2, 1, ""),))
     lints = [Lint(RelPath("m.py"), 1, 8, 1, 10, "warning", "F401", "Ruff", "unused", (fix,)),
              Lint(RelPath("m.py"), 3, 1, 3, 2, "error", "F821", "Ruff", "undefined")]  # fmt: skip
     for flags, expected in (([False, True], [False, True]), (None, [None, None])):

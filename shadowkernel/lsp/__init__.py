@@ -25,7 +25,7 @@ from .diagnostics import (
     TsserverDiagnostics,
 )
 from .fixes import CodeActionFixes, FixSource, RuffDataFixes
-from .lints import COLUMNS, Edit, Fix, Lint, lint_table, mark_new
+from .lints import COLUMNS, Fix, Lint, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
 from .pool import LspPool
 from .specs import ServerSpec, available_servers, builtin_specs
@@ -37,7 +37,6 @@ __all__ = [
     "AutoDiagnostics",
     "CodeActionFixes",
     "DiagnosticsMode",
-    "Edit",
     "Fix",
     "FixSource",
     "Hover",

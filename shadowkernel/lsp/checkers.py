@@ -22,7 +22,8 @@ from typing import Any
 
 from ..errors import NotFound, PathError, ServerError
 from ..paths import rel, relative_to
-from .lints import Edit, Fix, Lint
+from ..text.ranges import TextEdit
+from .lints import Fix, Lint
 from .specs import find_program
 
 
@@ -69,7 +70,7 @@ def _ruff_fixes(fix: dict[str, Any], filename: str, root: Path) -> tuple[Fix, ..
         return ()
     path = _relative(filename, root)
     edits = tuple(
-        Edit(path, e["location"]["row"], e["location"]["column"],  # type: ignore[arg-type]
+        TextEdit(path, e["location"]["row"], e["location"]["column"],  # type: ignore[arg-type]
              e["end_location"]["row"], e["end_location"]["column"], e["content"])
         for e in fix.get("edits", ())
     )  # fmt: skip

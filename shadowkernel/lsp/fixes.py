@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from lsprotocol import types as lsp
 
 from ..paths import RelPath
-from .lints import Edit, Fix
+from ..text.ranges import TextEdit
+from .lints import Fix
 from .navigation import Resolver
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def fix_from_action(resolve: Resolver, action: lsp.CodeAction) -> Fix:
     for uri, text_edits in _text_edits(action.edit):
         path, _, index = resolve(uri)
         for edit in text_edits:
-            edits.append(Edit(path, *index.span(edit.range), edit.new_text))  # type: ignore[arg-type]
+            edits.append(TextEdit(path, *index.span(edit.range), edit.new_text))  # type: ignore[arg-type]
     return Fix(action.title, tuple(edits))
 
 

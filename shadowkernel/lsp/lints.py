@@ -20,8 +20,6 @@ from ..text.positions import split_lines
 from ..text.ranges import TextEdit
 from .documents import TextIndex
 
-Edit = TextEdit  # one replacement a quick fix would make
-
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 COLUMNS = (
@@ -35,7 +33,7 @@ class Fix:
     """A quick fix offered by the server for a lint (a code action)."""
 
     title: str
-    edits: tuple[Edit, ...] = ()
+    edits: tuple[TextEdit, ...] = ()  # the replacements the fix makes
 
     def __str__(self) -> str:
         return self.title

@@ -16,7 +16,8 @@ from typing import Any
 
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
-from ..lsp import Edit, Fix, Hover, Location, Symbol
+from ..lsp import Fix, Hover, Location, Symbol
+from ..text.ranges import TextEdit
 
 JSON = dict[str, Any]
 
@@ -76,7 +77,7 @@ class FixOffer(TypedDict):
 class FixDetail(TypedDict):
     id: str
     title: str
-    edits: list[Edit]
+    edits: list[TextEdit]
 
 
 class FixApplied(Staged):

@@ -24,7 +24,7 @@ Changes = dict[RelPath, str | None]
 @dataclass(frozen=True)
 class TextEdit:
     """One replacement in 1-based lines and code-point columns (the end is exclusive); the
-    edits of a lint's quick fix (`lsp.Edit`) are these."""
+    edits of a lint's quick fix (`lsp.Fix.edits`) are these."""
 
     path: RelPath
     line: int
