@@ -113,7 +113,9 @@ async def navigating(agent: Agent) -> None:
 
 
 async def running(agent: Agent) -> None:
-    ran = await agent.call("run", branch="a", command="python3 -m pkg.use")
+    # -B: no bytecode cache. The sed below keeps the file's size, and a .pyc records the source's
+    # mtime in whole seconds, so a fast session would (as natively) run the stale cache.
+    ran = await agent.call("run", branch="a", command="python3 -B -m pkg.use")
     assert ran["result"]["stdout"] == "5\n" and ran["result"]["exit_code"] == 0
     version = ran["version"]
     kept = await agent.call("run", branch="a", keep=True,
