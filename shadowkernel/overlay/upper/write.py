@@ -13,7 +13,7 @@ from ..attributes import owner_of
 from ..lower import Lower
 from ..metadata import Owned
 from ..store import Dir, File, Manifest, Override, Special, Symlink, Whiteout, lower_source
-from .resolve import METACOPY, OPAQUE, REDIRECT, by_depth, is_lower_dir
+from .resolve import TRUSTED, Xattrs, by_depth, check_redirects, is_lower_dir
 
 
 @dataclass
@@ -22,8 +22,10 @@ class _Writer:
     lower: Lower
     upper: str
     redirects: bool
+    xattrs: Xattrs = TRUSTED
 
     def __post_init__(self) -> None:
+        check_redirects(self.redirects, self.xattrs)
         root = os.stat(self.lower.root)
         # An override that records no owner shows the folder's owner, in both views.
         self.owner = (root.st_uid, root.st_gid)
@@ -135,12 +137,12 @@ class _Writer:
         self.made.add(path)
         self.meta(path, override.mode, override)
         if override.origin is None:
-            os.setxattr(self.at(path), OPAQUE, b"y")
+            os.setxattr(self.at(path), self.xattrs.opaque, b"y")
         elif override.origin != self.shows(path):
             if self.redirects:
-                os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(override.origin))
+                os.setxattr(self.at(path), self.xattrs.redirect, b"/" + os.fsencode(override.origin))
             else:
-                os.setxattr(self.at(path), OPAQUE, b"y")
+                os.setxattr(self.at(path), self.xattrs.opaque, b"y")
                 self.copied = True
                 self.copy_tree(override.origin, path)
 
@@ -162,9 +164,9 @@ class _Writer:
         st = self.lower.lstat(origin)
         with open(self.at(path), "wb") as f:
             f.truncate(st.st_size if st is not None else 0)
-        os.setxattr(self.at(path), METACOPY, b"")
+        os.setxattr(self.at(path), self.xattrs.metacopy, b"")
         if origin != self.shows(path):
-            os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(origin))
+            os.setxattr(self.at(path), self.xattrs.redirect, b"/" + os.fsencode(origin))
 
     def copy_tree(self, source: RelPath, path: RelPath) -> None:
         """A lower directory's children as plain upper entries (when redirects are off)."""
@@ -216,12 +218,14 @@ class _Writer:
 
 
 def write_upper(
-    manifest: Manifest, lower_root: str, upper_dir: str, *, redirects: bool = True
-) -> None:
+    manifest: Manifest, lower_root: str, upper_dir: str, *, redirects: bool = True,
+    xattrs: Xattrs = TRUSTED,
+) -> None:  # fmt: skip
     """Materialise `manifest` as an overlayfs upper layer in the empty directory `upper_dir`.
 
     Entries the FUSE view cannot reach (below a file, or below a directory that exists in
     neither the manifest nor the user's folder) are left out, so both views agree.
     Costs O(overrides), plus the bytes of renamed files and directories when not `redirects`.
+    `xattrs`: USER for an overlayfs mounted in a user namespace (`userxattr`, no redirects).
     """
-    _Writer(manifest, Lower(lower_root), upper_dir, redirects).write()
+    _Writer(manifest, Lower(lower_root), upper_dir, redirects, xattrs).write()
