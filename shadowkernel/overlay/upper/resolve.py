@@ -13,7 +13,6 @@ from ..lower import Lower
 from ..store import Dir, Override, lower_source
 
 
-
 @dataclass(frozen=True)
 class Xattrs:
     """The names overlayfs gives its xattrs: `trusted.overlay.*` when mounted by the machine's

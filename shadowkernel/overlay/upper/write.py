@@ -140,7 +140,8 @@ class _Writer:
             os.setxattr(self.at(path), self.xattrs.opaque, b"y")
         elif override.origin != self.shows(path):
             if self.redirects:
-                os.setxattr(self.at(path), self.xattrs.redirect, b"/" + os.fsencode(override.origin))
+                redirect = b"/" + os.fsencode(override.origin)
+                os.setxattr(self.at(path), self.xattrs.redirect, redirect)
             else:
                 os.setxattr(self.at(path), self.xattrs.opaque, b"y")
                 self.copied = True
