@@ -214,7 +214,10 @@ class _Writer:
         except (PermissionError, OSError) as exc:
             # A writer without CAP_CHOWN (or a user namespace that does not map the uid)
             # can give only the folder's owner; an entry's own owner is then its writer's.
-            if owner == self.owner or exc.errno not in (errno.EPERM, errno.EINVAL):
+            # A normal user's upper (USER xattrs) may not give the folder's either (a group
+            # they are not in): the writer's then too.
+            given = owner == self.owner and self.xattrs == TRUSTED
+            if given or exc.errno not in (errno.EPERM, errno.EINVAL):
                 raise
 
 
