@@ -15,7 +15,9 @@ by the run's `Mounter` (`userns.py`): as root, here, in the host's mount namespa
 hundred microseconds each); for other users, in the user namespace their `Holder` keeps
 (`userxattr`), which the run enters before bwrap.
 
-A path whose overlay cannot be mounted stays read-only to the run (the run's notes say why).
+A path whose overlay cannot be mounted stays read-only to the run, /tmp and /var/tmp an
+empty tmpfs (the run's notes say why): for a normal user, that is any path with something
+mounted below it (a FUSE shadow in /tmp, say), which overlayfs in a user namespace refuses.
 Submounts below a layered path are not seen through its overlay (overlayfs does not cross
 mounts).
 """
@@ -97,6 +99,10 @@ class Layers:
             os.makedirs(self.mounter.path(os.path.join(layer, part)))
         overlay = Overlay(lower, f"{layer}/upper", f"{layer}/work", f"{layer}/mnt")
         options = overlay.options + ("" if self.privileged else ",userxattr")
+        if not self.privileged and (below := mounted_below(lower)):
+            self.failed[lower] = (f"{below} is mounted below it, and overlayfs in a user "
+                                  "namespace refuses a lower holding mounts")  # fmt: skip
+            return
         try:
             self.mounter.mount("overlay", overlay.mnt, options)
         except RunError as error:  # e.g. a lower overlayfs cannot stack on
@@ -122,6 +128,17 @@ class Layers:
                     os.chmod(self.mounter.path(work), 0o700)
             destroy(self.base, self.mounter)  # detaches the overlays below the tmpfs with it
         self.base, self.binds = "", []
+
+
+def mounted_below(path: str) -> str | None:
+    """A mount point strictly below `path`, if any (the kernel locks such mounts for a user
+    namespace, and overlayfs there cannot clone a lower that holds locked mounts)."""
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point != path and is_within(point, path):
+                return point
+    return None
 
 
 def runs_home(parent: str, privileged: bool) -> str:
