@@ -123,3 +123,24 @@ def test_unprivileged_runs_enter_their_holders_namespaces_just_before_the_sandbo
     assert line[0] == "sh" and line.index("nsenter") > line.index("/c")  # cgroups joined first
     assert flag_values(line, "--uid") == ["1001"]  # not root of the holder's namespace
     assert "nsenter" not in command_line(plan(privileged=False))
+
+
+def test_a_tree_watch_sees_names_change_anywhere_in_the_folder(tmp_path: Path) -> None:
+    """What normal users' kept views rely on (no fanotify filesystem mark for them)."""
+    from shadowkernel.run.watch import TreeWatch
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_text("one")
+    watch = TreeWatch(str(tmp_path))
+    try:
+        assert not watch.changed()
+        (tmp_path / "a" / "b" / "f").write_text("two")  # bytes in place: not a name
+        assert not watch.changed()
+        (tmp_path / "a" / "b" / "f").rename(tmp_path / "a" / "b" / "g")
+        assert watch.changed() and not watch.changed()
+        (tmp_path / "a" / "new").mkdir()
+        assert watch.changed()
+        (tmp_path / "a" / "new" / "h").write_text("")  # a directory made later is watched
+        assert watch.changed() and not watch.changed()
+    finally:
+        watch.close()

@@ -602,6 +602,18 @@ def mount_points() -> list[str]:
         return [line.split()[4] for line in f]
 
 
+def test_a_branchs_next_run_reuses_its_kept_view(who) -> None:
+    """The same manifest again: the same overlayfs mount (its device), warm; another manifest:
+    another view. As a normal user the views live in their holder's namespace."""
+    if who.mode != "overlayfs":
+        pytest.skip("kept views are overlayfs views")
+    device = ["stat", "-c", "%d", "."]
+    first, again = who.run(device), who.run(device)
+    other = who.run(device, staged={"other.txt": "another manifest\n"})
+    assert first.exit_code == again.exit_code == other.exit_code == 0, other.stderr
+    assert first.stdout == again.stdout != other.stdout
+
+
 def test_the_view_shows_the_branch_and_what_the_run_wrote_is_harvested(who) -> None:
     before = snapshot(who.project)
     script = "cat staged.txt; echo made > made.txt; rm README.md; ls"

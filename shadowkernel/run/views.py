@@ -17,7 +17,7 @@ other manifest gets a view of its own; an upper layer is never changed under a l
 processes behind gives its view up: something may still be writing to it.
 
 Overlayfs does not notice names changing in its lower layer, so every kept view is dropped
-when a name changes in the user's folder (`watch.FolderWatch`); where that cannot be watched,
+when a name changes in the user's folder (`watch.py`); where that cannot be watched,
 no view is kept. Views are unmounted when their Shadow closes, and views left by a process
 that died are cleared when the next Views starts.
 
@@ -43,7 +43,7 @@ from ..overlay.lower import Lower
 from ..overlay.store import Manifest, Whiteout, changed_paths
 from ..overlay.upper import mount_options, natural, write_upper
 from .userns import HOST, Mounter, mount
-from .watch import FolderWatch
+from .watch import FolderWatch, TreeWatch, watch_folder
 
 DEFAULT_VIEW_SIZE = 4 * 2**30  # a bound, not a reservation: tmpfs takes only what is written
 KEEP = 4  # idle views per Shadow: a few branches can alternate on one lane
@@ -81,7 +81,7 @@ class Views:
         os.chmod(self.home, 0o700)
         clear_stale(self.home)
         try:
-            self.watch: FolderWatch | None = FolderWatch(self.source)
+            self.watch: FolderWatch | TreeWatch | None = watch_folder(self.source)
         except OSError:
             self.watch = None  # views are then built per run, as without this module
 
