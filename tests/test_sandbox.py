@@ -18,6 +18,7 @@ cgroup (prlimit bounds instead).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -612,6 +613,30 @@ def test_a_branchs_next_run_reuses_its_kept_view(who) -> None:
     other = who.run(device, staged={"other.txt": "another manifest\n"})
     assert first.exit_code == again.exit_code == other.exit_code == 0, other.stderr
     assert first.stdout == again.stdout != other.stdout
+
+
+def test_a_normal_users_runs_outlive_their_holder(who) -> None:
+    """Killed (by hand, say), the namespace holding the user's mounts is started again by the
+    next run, whose layers and view are made anew there; nothing is left behind."""
+    if not isinstance(who, AsUser):
+        pytest.skip("root mounts in the machine's namespace")
+    assert who.run(["true"]).exit_code == 0  # the holder exists
+    [holder] = [pid for pid, line in user_processes().items() if "libc.mount(" in line]
+    os.kill(holder, 9)
+    ran = who.run(["bash", "-c", "cat pkg/mod.py; echo x > ~/y"], staged={"s.txt": "s\n"})
+    assert ran.exit_code == 0 and ran.stdout.startswith("def add"), ran.stderr
+    assert ran.written_outside == (f"{who.home}/y",) and ran.mode == who.mode
+    [again] = [pid for pid, line in user_processes().items() if "libc.mount(" in line]
+    assert again != holder
+
+
+def user_processes() -> dict[int, str]:
+    uid, found = pwd.getpwnam(USER).pw_uid, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                found[int(entry)] = Path(f"/proc/{entry}/cmdline").read_text()
+    return found
 
 
 def test_the_view_shows_the_branch_and_what_the_run_wrote_is_harvested(who) -> None:

@@ -171,7 +171,7 @@ class Holder:
 
 Mounter = HostMounter | Holder
 
-_holders: dict[int, Holder] = {}
+_holders: dict[tuple[int, int], Holder] = {}  # (pid, euid): a forked child starts its own
 _holders_lock = threading.Lock()
 
 
@@ -180,10 +180,11 @@ def mounter() -> Mounter:
     if it died)."""
     if os.geteuid() == 0:
         return HOST
+    key = (os.getpid(), os.geteuid())
     with _holders_lock:
-        holder = _holders.get(os.geteuid())
+        holder = _holders.get(key)
         if holder is None or not holder.alive:
-            holder = _holders[os.geteuid()] = Holder.start()
+            holder = _holders[key] = Holder.start()
         return holder
 
 
