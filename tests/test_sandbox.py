@@ -623,11 +623,19 @@ def test_a_normal_users_runs_outlive_their_holder(who) -> None:
     assert who.run(["true"]).exit_code == 0  # the holder exists
     [holder] = [pid for pid, line in user_processes().items() if "libc.mount(" in line]
     os.kill(holder, 9)
+    wait_for(lambda: process_state(holder) in ("Z", None), 30, "the holder to die")
     ran = who.run(["bash", "-c", "cat pkg/mod.py; echo x > ~/y"], staged={"s.txt": "s\n"})
     assert ran.exit_code == 0 and ran.stdout.startswith("def add"), ran.stderr
     assert ran.written_outside == (f"{who.home}/y",) and ran.mode == who.mode
     [again] = [pid for pid, line in user_processes().items() if "libc.mount(" in line]
     assert again != holder
+
+
+def process_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 def user_processes() -> dict[int, str]:
