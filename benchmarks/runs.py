@@ -1,6 +1,7 @@
 """Runs: per-run setup cost, and real workloads inside a run vs natively, in both views.
 
     .venv/bin/python benchmarks/runs.py [--repeat N]   # N = 7 by default
+    .venv/bin/python benchmarks/runs.py --user skprobe  # the same, as a normal user
 
 The workspace (a git repository of generated packages plus a `.venv` with pandas made by
 `uv`) is built once under /tmp/shadowkernel-bench-runs and reused. Workload times are taken
@@ -14,6 +15,13 @@ setup rows offline, so with a network namespace of their own; the workloads with
 overlayfs runs of one manifest reuse a kept overlay view (warm caches), as a branch's runs do;
 "overlayfs-new" runs get a new view each time (a manifest that differs per run, as after a
 staged edit or a change in the user's folder), to show what a first run costs.
+
+`--user NAME` measures what a normal user gets (overlayfs in their own user namespace, no
+cgroups): root builds a copy of the workspace owned by NAME under
+/tmp/shadowkernel-bench-runs-user (its `.venv` on the system's /usr/bin/python3, since the
+project's interpreter may sit in /root), then runs this script as NAME (`setpriv`) with that
+Python, this tree and the venv's site-packages on its path. The "fuse" column there is what
+normal users' runs went through before they had overlayfs.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from shadowkernel.run.sandbox import Bind, Plan, command_line  # noqa: E402
 
 ROOT = Path("/tmp/shadowkernel-bench-runs")
 WORKSPACE = ROOT / "workspace"
+USER_ROOT = Path("/tmp/shadowkernel-bench-runs-user")
+SYSTEM_PYTHON = "/usr/bin/python3"
 LAYOUT = "1"
 MODES = ["overlayfs", "overlayfs-new", "fuse"]
 STAMP = RelPath("src/app/api/zz_stamp.py")  # differs per run: forces a new view
@@ -80,6 +90,38 @@ def ensure_workspace() -> Path:
                     "copy", "--compile-bytecode", "pandas"], cwd=WORKSPACE, check=True)  # fmt: skip
     marker.write_text(LAYOUT)
     return WORKSPACE
+
+
+def ensure_user_workspace(user: str) -> Path:
+    """A copy of the workspace owned by `user`, its venv on the system's Python."""
+    workspace, marker = USER_ROOT / "workspace", USER_ROOT / "layout"
+    if marker.exists() and marker.read_text() == f"{LAYOUT} {user}":
+        return workspace
+    source = ensure_workspace()
+    shutil.rmtree(USER_ROOT, ignore_errors=True)
+    USER_ROOT.mkdir()
+    shutil.copytree(source, workspace, symlinks=True, ignore=shutil.ignore_patterns(".venv"))
+    subprocess.run(["uv", "venv", "-q", "--python", SYSTEM_PYTHON, ".venv"], cwd=workspace,
+                   check=True)  # fmt: skip
+    subprocess.run(["uv", "pip", "install", "-q", "--python", ".venv/bin/python", "--link-mode",
+                    "copy", "--compile-bytecode", "pandas"], cwd=workspace, check=True)  # fmt: skip
+    subprocess.run(["chown", "-R", f"{user}:{user}", str(USER_ROOT)], check=True)
+    marker.write_text(f"{LAYOUT} {user}")
+    return workspace
+
+
+def as_user(user: str, repeat: int) -> int:
+    """This benchmark, run again as `user` on their own copy of the workspace."""
+    import pwd
+    import site
+
+    workspace, entry = ensure_user_workspace(user), pwd.getpwnam(user)
+    path = os.pathsep.join([str(Path(__file__).resolve().parent.parent), *site.getsitepackages()])
+    env = {"PATH": os.environ["PATH"], "HOME": entry.pw_dir, "USER": user, "PYTHONPATH": path}
+    line = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups",
+            "--", SYSTEM_PYTHON, __file__, "--workspace", str(workspace),
+            "--repeat", str(repeat)]  # fmt: skip
+    return subprocess.run(line, env=env, cwd="/").returncode
 
 
 # -- measuring ------------------------------------------------------------------------------------
@@ -163,8 +205,10 @@ def start_costs(workspace: Path, repeat: int) -> dict[str, float]:
     loopback up, one bind mount), minus a native spawn; round-robin."""
     plan = Plan(argv=("true",), cwd=str(workspace), namespaces=True, network=False,
                 privileged=True, binds=(Bind(str(workspace), str(workspace)),))  # fmt: skip
-    before = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
-              "--mount-proc", "--net", "sh", "-c", 'ip link set lo up; mount --bind "$1" "$1"; '
+    userns = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    before = ["unshare", *userns, "--mount", "--propagation", "private", "--pid", "--fork",
+              "--kill-child", "--mount-proc", "--net", "sh", "-c",
+              'ip link set lo up; mount --bind "$1" "$1"; '
               'cd "$1"; setpriv --bounding-set=-sys_admin,-dac_read_search,-sys_module true',
               "sh", str(workspace)]  # fmt: skip
     lines = {"native": ["true"], "bwrap": command_line(plan), "unshare (before)": before}
@@ -193,11 +237,15 @@ def native_spawn(repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--user", help="run as this normal user (see the module docstring)")
+    parser.add_argument("--workspace", type=Path, help="an existing workspace to use")
     args = parser.parse_args()
-    workspace = ensure_workspace()
+    if args.user:
+        sys.exit(as_user(args.user, args.repeat))
+    workspace = args.workspace or ensure_workspace()
     files = sum(len(f) for _, _, f in os.walk(workspace))
     report: dict = {"workspace_files": files, "setup_ms": {}, "workloads": {},
-                    "setup_target_ms": SETUP_TARGET_MS,
+                    "setup_target_ms": SETUP_TARGET_MS, "uid": os.geteuid(),
                     "load_start": os.getloadavg()[0]}  # fmt: skip
     with Shadow(workspace) as shadow:
         spawn = native_spawn(args.repeat * 4)
@@ -219,7 +267,8 @@ def main() -> None:
 
 
 def print_table(report: dict) -> None:
-    print(f"workspace: {report['workspace_files']} files; native spawn of `true`: "
+    print(f"uid {report['uid']}; workspace: {report['workspace_files']} files; "
+          f"native spawn of `true`: "
           f"{report['native_spawn_ms']} ms; load {report['load_start']:.2f} at start, "
           f"{report['load_end']:.2f} at end")  # fmt: skip
     print(

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from shadowkernel.run.result import Capture
-from shadowkernel.run.sandbox import Bind, Overlay, Plan, command_line
+from shadowkernel.run.sandbox import Bind, Plan, command_line
 
 
 def test_capture_under_the_cap_keeps_everything() -> None:
@@ -114,13 +114,33 @@ def test_setup_script_quotes_hostile_paths(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [odd.name]
 
 
-def test_unprivileged_layers_are_mounted_in_a_user_namespace_before_the_sandbox() -> None:
-    layer = Overlay("/home/u", "/shm/0/upper", "/shm/0/work", "/shm/0/mnt")
-    line = command_line(plan(privileged=False, overlays=(layer,), ids=(1001, 1001),
-                             binds=(Bind(layer.mnt, "/home/u"), Bind("/m", "/w/src"))))  # fmt: skip
-    assert line[:4] == ["unshare", "--user", "--map-root-user", "--mount"]
+def test_unprivileged_runs_enter_their_holders_namespaces_just_before_the_sandbox() -> None:
+    line = command_line(plan(privileged=False, enter=4242, ids=(1001, 1001), cgroup_procs=("/c",),
+                             binds=(Bind("/shm/0/mnt", "/home/u"), Bind("/m", "/w/src"))))  # fmt: skip
     start = line.index("bwrap")
-    assert line[start - 2 : start] == [f"{layer.options},userxattr", layer.mnt]
-    assert 'mount -t overlay overlay -o "$1" "$2"' in line[6].splitlines()
-    assert flag_values(line, "--uid") == ["1001"]  # not root of the outer namespace
-    assert "unshare" not in command_line(plan(privileged=False))
+    assert line[start - 6 : start] == ["nsenter", "--target=4242", "--user", "--mount",
+                                       "--preserve-credentials", "--"]  # fmt: skip
+    assert line[0] == "sh" and line.index("nsenter") > line.index("/c")  # cgroups joined first
+    assert flag_values(line, "--uid") == ["1001"]  # not root of the holder's namespace
+    assert "nsenter" not in command_line(plan(privileged=False))
+
+
+def test_a_tree_watch_sees_names_change_anywhere_in_the_folder(tmp_path: Path) -> None:
+    """What normal users' kept views rely on (no fanotify filesystem mark for them)."""
+    from shadowkernel.run.watch import TreeWatch
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_text("one")
+    watch = TreeWatch(str(tmp_path))
+    try:
+        assert not watch.changed()
+        (tmp_path / "a" / "b" / "f").write_text("two")  # bytes in place: not a name
+        assert not watch.changed()
+        (tmp_path / "a" / "b" / "f").rename(tmp_path / "a" / "b" / "g")
+        assert watch.changed() and not watch.changed()
+        (tmp_path / "a" / "new").mkdir()
+        assert watch.changed()
+        (tmp_path / "a" / "new" / "h").write_text("")  # a directory made later is watched
+        assert watch.changed() and not watch.changed()
+    finally:
+        watch.close()

@@ -6,13 +6,14 @@ user's own home). Whether a door is closed is judged from outside where it can b
 folders afterwards, a host server's accept queue, a host process still alive), and from the
 probe's report inside otherwise.
 
-As root, runs go through `run_in_shadow` in both views. As a normal user (`skprobe`, made here
-with useradd if missing) they cannot: the project's venv lives under /root (0700 here), so no
-Shadow can start as that user. Those runs therefore start at one seam below, for real: the
-command line `sandbox.command_line` composes for a non-root run (bwrap in an unprivileged user
-namespace, prlimit bounds since that user has no writable cgroup), run as that uid through
-`setpriv` by the same `run_process` the runner uses, with a folder the user owns standing for
-the shadow's view.
+As root and as a normal user (`skprobe`, made here with useradd if missing), runs go through
+`run_in_shadow` in both views. The user's runs are served by a child process running as that
+user (`setpriv`, the system's Python): the project's venv interpreter lives under /root (0700
+here), so the child gets a world-readable copy of the package and the venv's site-packages
+(world-readable here; the user's tests are skipped, saying why, where they are not). That
+user has a real Shadow (FUSE mounted by the user), overlayfs views in their own user
+namespace (user xattrs), copy-on-write layers on a bounded tmpfs there, and no writable
+cgroup (prlimit bounds instead).
 """
 
 from __future__ import annotations
@@ -24,25 +25,24 @@ import os
 import pwd
 import resource
 import shutil
+import site
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
 from test_run import marked, wait_for
 
+import shadowkernel
 from shadowkernel.run import run_in_shadow
-from shadowkernel.run.layers import Layers
-from shadowkernel.run.process import run_process
-from shadowkernel.run.sandbox import Bind, Plan, command_line, machine
+from shadowkernel.run.sandbox import machine
 
 pytestmark = [needs_root, needs_fuse,
               pytest.mark.skipif(not machine().namespaces, reason="needs bwrap (bubblewrap)")]  # fmt: skip
@@ -144,6 +144,8 @@ class Ran:
     notes: tuple[str, ...] = ()
     written_outside: tuple[str, ...] = ()
     out_of_memory: bool = False
+    written: dict = field(default_factory=dict)  # what the run wrote in the project
+    mode: str = ""
 
 
 # -- the two identities -------------------------------------------------------------------------
@@ -160,59 +162,150 @@ class AsRoot:
         self.project, self.home, self.mode = project, home, mode
         self.shadow = Shadow(project)
 
-    def run(self, argv: list[str], cancel: threading.Event | None = None, **limits) -> Ran:
-        env = {**os.environ, "HOME": str(self.home)}
-        r = run_in_shadow(self.shadow, {}, argv, env=env, mode=self.mode, cancel=cancel,
+    def run(self, argv: list[str], cancel: threading.Event | None = None,
+            staged: dict[str, str] | None = None, **limits) -> Ran:  # fmt: skip
+        from shadowkernel.overlay.store import File
+        from shadowkernel.paths import RelPath
+
+        store, env = self.shadow.store, {**os.environ, "HOME": str(self.home)}
+        manifest = {RelPath(p): File(blob=store.make(text.encode()), mode=0o644, mtime_ns=10**18)
+                    for p, text in (staged or {}).items()}  # fmt: skip
+        r = run_in_shadow(self.shadow, manifest, argv, env=env, mode=self.mode, cancel=cancel,
                           **{"timeout": 60, **limits})  # fmt: skip
-        return Ran(r.exit_code, r.stdout, r.stderr, r.notes, r.written_outside, r.out_of_memory)
+        written = {p: o.blob.bytes().decode() if getattr(o, "blob", None) else repr(o)
+                   for p, o in r.written.items()}  # fmt: skip
+        return Ran(r.exit_code, r.stdout, r.stderr, r.notes, r.written_outside, r.out_of_memory,
+                   written, r.mode)  # fmt: skip
 
     def close(self) -> None:
         self.shadow.close()
 
 
+# Serves runs as the normal user: a real Shadow of the project, run_in_shadow per request (each
+# in a thread, so runs can overlap and be cancelled), one JSON line per request and answer.
+SERVE_RUNS = r"""
+import json, sys, threading
+from shadowkernel.overlay.shadow import Shadow
+from shadowkernel.overlay.store import File
+from shadowkernel.paths import RelPath
+from shadowkernel.run import run_in_shadow
+
+project, mode = sys.argv[1], sys.argv[2]
+lock, cancels = threading.Lock(), {}
+
+def answer(**fields):
+    with lock:
+        print(json.dumps(fields), flush=True)
+
+def shown(override):
+    blob = getattr(override, "blob", None)
+    return blob.bytes().decode() if blob is not None else repr(override)
+
+def run(shadow, number, ask):
+    staged = {RelPath(p): File(blob=shadow.store.make(text.encode()), mode=0o644, mtime_ns=10**18)
+              for p, text in ask.pop("staged").items()}
+    try:
+        r = run_in_shadow(shadow, staged, ask.pop("argv"), mode=mode, cancel=cancels[number], **ask)
+    except Exception as error:
+        return answer(id=number, error=repr(error))
+    answer(id=number, exit_code=r.exit_code, stdout=r.stdout, stderr=r.stderr, notes=r.notes,
+           written_outside=r.written_outside, out_of_memory=r.out_of_memory, mode=r.mode,
+           written={p: shown(o) for p, o in r.written.items()})
+
+with Shadow(project) as shadow:
+    print(json.dumps("ready"), flush=True)
+    threads = []
+    for line in sys.stdin:
+        ask = json.loads(line)
+        number = ask.pop("id")
+        if ask.pop("op") == "cancel":
+            cancels[number].set()
+            continue
+        cancels[number] = threading.Event()
+        threads.append(threading.Thread(target=run, args=(shadow, number, ask)))
+        threads[-1].start()
+    for thread in threads:
+        thread.join()
+"""
+
+
 class AsUser:
-    """Runs as a normal user through the non-root command line (see the module docstring),
-    with the copy-on-write layer over the user's home that runs as that user get."""
+    """Runs as the normal user through `run_in_shadow` in a child process that runs as that
+    user (`setpriv`) with the system's Python: a real Shadow (FUSE mounted by the user), the
+    user's own Holder, overlayfs views with user xattrs, layers over home, /tmp and /var/tmp.
+    The project's venv interpreter lives under /root (0700), so the child gets a
+    world-readable copy of the package and the venv's site-packages on its path instead."""
 
     name = USER
 
-    def __init__(self, project: Path, home: Path, view: Path) -> None:
-        self.project, self.home, self.view = project, home, view
+    def __init__(self, project: Path, home: Path, mode: str, code: Path) -> None:
+        self.project, self.home, self.mode = project, home, mode
         entry = pwd.getpwnam(USER)
-        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+        line = [*as_user(entry), PYTHON, "-c", SERVE_RUNS, str(project), mode]
+        env = {"HOME": str(home), "PATH": os.environ["PATH"], "USER": USER,
+               "PYTHONPATH": user_path(code)}  # fmt: skip
+        self.child = subprocess.Popen(line, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True, env=env, cwd="/")  # fmt: skip
+        assert json.loads(self.child.stdout.readline()) == "ready"  # type: ignore[union-attr]
+        self.numbers, self.lock, self.answers = iter(range(10**9)), threading.Lock(), {}
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
-    def run(self, argv: list[str], cancel: threading.Event | None = None, timeout: float = 60,
-            max_processes: int = 1024, max_memory: int = 4096 * MiB,
-            max_disk: int = 2048 * MiB) -> Ran:  # fmt: skip
-        with self.identity():  # the layer's directories are the user's, as in their own runs
-            layers = Layers((str(self.home),), max_disk, "/dev/shm", privileged=False).__enter__()
-        try:
-            plan = Plan(argv=tuple(argv), cwd=str(self.project), namespaces=True, network=False,
-                        privileged=False, binds=(*layers.binds, Bind(str(self.view), str(self.project))),
-                        overlays=tuple(layers.overlays), ids=(self.uid, self.gid),
-                        tmp_size=max_disk, max_processes=max_processes, max_memory=max_memory)  # fmt: skip
-            line = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                    "--", *command_line(plan)]  # fmt: skip
-            env = {"HOME": str(self.home), "PATH": os.environ["PATH"], "USER": USER}
-            out = run_process(line, env, timeout, 2**20, cancel=cancel)
-            outside = layers.written()
-        finally:
-            with self.identity():
-                layers.close()
-        return Ran(out.exit_code, out.stdout.text(), out.stderr.text(), written_outside=outside)
+    def run(self, argv: list[str], cancel: threading.Event | None = None,
+            staged: dict[str, str] | None = None, **limits) -> Ran:  # fmt: skip
+        number = next(self.numbers)
+        done = self.answers[number] = [threading.Event(), None]
+        self._send(id=number, op="run", argv=argv, staged=staged or {},
+                   **{"timeout": 60, **limits})  # fmt: skip
+        while not done[0].wait(0.05):
+            if cancel is not None and cancel.is_set():
+                self._send(id=number, op="cancel")
+                cancel = None
+        got = done[1]
+        assert "error" not in got, got["error"]
+        return Ran(got["exit_code"], got["stdout"], got["stderr"], tuple(got["notes"]),
+                   tuple(got["written_outside"]), got["out_of_memory"], got["written"],
+                   got["mode"])  # fmt: skip
 
-    @contextlib.contextmanager
-    def identity(self) -> Iterator[None]:
-        os.setegid(self.gid)
-        os.seteuid(self.uid)
-        try:
-            yield
-        finally:
-            os.seteuid(0)
-            os.setegid(0)
+    def _send(self, **request) -> None:
+        with self.lock:
+            self.child.stdin.write(json.dumps(request) + "\n")  # type: ignore[union-attr]
+            self.child.stdin.flush()  # type: ignore[union-attr]
+
+    def _read(self) -> None:
+        for line in self.child.stdout:  # type: ignore[union-attr]
+            got = json.loads(line)
+            self.answers[got["id"]][1] = got
+            self.answers[got["id"]][0].set()
 
     def close(self) -> None:
-        pass
+        self.child.stdin.close()  # type: ignore[union-attr]
+        assert self.child.wait(60) == 0
+
+
+def as_user(entry: pwd.struct_passwd) -> list[str]:
+    return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups",
+            "--"]  # fmt: skip
+
+
+def user_path(code: Path) -> str:
+    """PYTHONPATH for the user's child: a copy of the package, then the venv's libraries."""
+    return os.pathsep.join([str(code), *site.getsitepackages()])
+
+
+@pytest.fixture(scope="module")
+def user_code(base: Path) -> Path:
+    """A world-readable copy of the package, checked to import as the user with PYTHON."""
+    ensure_user()
+    code = base / "code"
+    shutil.copytree(Path(shadowkernel.__file__).parent, code / "shadowkernel",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    probe = [*as_user(pwd.getpwnam(USER)), PYTHON, "-c", "import shadowkernel.run, pyfuse3"]
+    done = subprocess.run(probe, env={"PYTHONPATH": user_path(code)}, capture_output=True,
+                          text=True, cwd="/")  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"{PYTHON} cannot import the package as {USER}: {done.stderr[-300:]}")
+    return code
 
 
 def ensure_user() -> Path:
@@ -238,15 +331,15 @@ def base() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="module", params=["root-overlayfs", "root-fuse", USER])
+@pytest.fixture(scope="module", params=["root-overlayfs", "root-fuse", f"{USER}-overlayfs",
+                                        f"{USER}-fuse"])  # fmt: skip
 def who(request: pytest.FixtureRequest, base: Path) -> Iterator[AsRoot | AsUser]:
     place = base / request.param
     project = make_project(place / "project")
-    if request.param == USER:
-        view = place / "view"  # what the user's FUSE shadow would show: the user's own copy
-        shutil.copytree(project, view, symlinks=True)
+    if request.param.startswith(USER):
+        home, code = ensure_user(), request.getfixturevalue("user_code")
         subprocess.run(["chown", "-R", f"{USER}:{USER}", str(place)], check=True)
-        identity: AsRoot | AsUser = AsUser(project, ensure_user(), view)
+        identity: AsRoot | AsUser = AsUser(project, home, request.param.split("-")[1], code)
     else:
         home = Path(tempfile.mkdtemp(prefix="sk-home-", dir="/var/lib"))
         (home / ".bashrc").write_text("# probe home\n")
@@ -467,13 +560,104 @@ def test_a_memory_bomb_is_killed_without_harm_to_the_test(who) -> None:
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 64 * 1024  # KiB
 
 
-def test_a_disk_filling_write_gets_enospc(who) -> None:
-    fill = ["bash", "-c", "head -c 100M /dev/zero > /tmp/fill; echo $? $(stat -c %s /tmp/fill)"]
-    ran = who.run(fill, max_disk=16 * MiB)
+@pytest.mark.parametrize("place", ["/tmp", "~"])
+def test_a_disk_filling_write_gets_enospc(who, place: str) -> None:
+    """/tmp: a layer or an empty tmpfs; ~: the home layer's upper. Both bounded by max_disk,
+    for the run only: the next run writes as usual."""
+    fill = f"head -c 100M /dev/zero > {place}/fill; echo $? $(stat -c %s {place}/fill)"
+    ran = who.run(["bash", "-c", fill], max_disk=16 * MiB)
     assert "No space left on device" in ran.stderr
     code, size = ran.stdout.split()
     assert code != "0" and int(size) <= 16 * MiB
-    assert stat.S_ISDIR(os.stat("/tmp").st_mode)  # and the machine's /tmp is untouched
+    assert not os.path.exists(os.path.join(who.home, "fill"))  # the home is untouched
+    after = who.run(["bash", "-c", f"head -c 1M /dev/zero > {place}/fill && echo ok"])
+    assert after.stdout == "ok\n", after.stderr
+
+
+def test_writes_to_tmp_and_var_tmp_vanish_and_var_tmp_reads_as_it_is(who) -> None:
+    """/var/tmp is a copy-on-write layer for every identity; /tmp too, for a normal user only
+    where nothing is mounted below it (else an empty tmpfs, and the run's notes say why)."""
+    outside = Path(tempfile.mkdtemp(prefix="sk-kept-", dir="/var/tmp"))
+    try:
+        (outside / "kept.txt").write_text("kept\n")
+        outside.chmod(0o755)  # the run's own folder: its uid's (runs have no DAC override)
+        if isinstance(who, AsUser):
+            subprocess.run(["chown", "-R", f"{USER}:{USER}", str(outside)], check=True)
+        marker = f"/tmp/sk-vanish-{uuid.uuid4().hex[:12]}"
+        before = tree_hash(outside)
+        script = (f"cat {outside}/kept.txt; echo x > {outside}/new; rm {outside}/kept.txt; "
+                  f"ls {outside}; echo y > {marker}; cat {marker}")  # fmt: skip
+        ran = who.run(["bash", "-c", script])
+        assert ran.exit_code == 0 and ran.stdout == "kept\nnew\ny\n", ran.stderr
+        assert ran.written_outside == ()  # /tmp and /var/tmp are scratch: unlisted
+        assert tree_hash(outside) == before and not os.path.exists(marker)
+        below = any(m.startswith("/tmp/") for m in mount_points())  # FUSE shadows, say
+        empty_tmp = any(n.startswith("/tmp an empty tmpfs") for n in ran.notes)
+        assert empty_tmp == (below and isinstance(who, AsUser)), ran.notes
+    finally:
+        shutil.rmtree(outside)
+
+
+def mount_points() -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f]
+
+
+def test_a_branchs_next_run_reuses_its_kept_view(who) -> None:
+    """The same manifest again: the same overlayfs mount (its device), warm; another manifest:
+    another view. As a normal user the views live in their holder's namespace."""
+    if who.mode != "overlayfs":
+        pytest.skip("kept views are overlayfs views")
+    device = ["stat", "-c", "%d", "."]
+    first, again = who.run(device), who.run(device)
+    other = who.run(device, staged={"other.txt": "another manifest\n"})
+    assert first.exit_code == again.exit_code == other.exit_code == 0, other.stderr
+    assert first.stdout == again.stdout != other.stdout
+
+
+def test_a_normal_users_runs_outlive_their_holder(who) -> None:
+    """Killed (by hand, say), the namespace holding the user's mounts is started again by the
+    next run, whose layers and view are made anew there; nothing is left behind."""
+    if not isinstance(who, AsUser):
+        pytest.skip("root mounts in the machine's namespace")
+    assert who.run(["true"]).exit_code == 0  # the holder exists
+    [holder] = [pid for pid, line in user_processes().items() if "libc.mount(" in line]
+    os.kill(holder, 9)
+    wait_for(lambda: process_state(holder) in ("Z", None), 30, "the holder to die")
+    ran = who.run(["bash", "-c", "cat pkg/mod.py; echo x > ~/y"], staged={"s.txt": "s\n"})
+    assert ran.exit_code == 0 and ran.stdout.startswith("def add"), ran.stderr
+    assert ran.written_outside == (f"{who.home}/y",) and ran.mode == who.mode
+    [again] = [pid for pid, line in user_processes().items() if "libc.mount(" in line]
+    assert again != holder
+
+
+def process_state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def user_processes() -> dict[int, str]:
+    uid, found = pwd.getpwnam(USER).pw_uid, {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                found[int(entry)] = Path(f"/proc/{entry}/cmdline").read_text()
+    return found
+
+
+def test_the_view_shows_the_branch_and_what_the_run_wrote_is_harvested(who) -> None:
+    before = snapshot(who.project)
+    script = "cat staged.txt; echo made > made.txt; rm README.md; ls"
+    ran = who.run(["bash", "-c", script], staged={"staged.txt": "from the branch\n"})
+    assert ran.exit_code == 0, ran.stderr
+    assert ran.mode == who.mode  # overlayfs as the user: its own namespace, no FUSE
+    shown = {*os.listdir(who.project), "made.txt", "staged.txt"} - {"README.md"}
+    assert ran.stdout.splitlines()[0] == "from the branch"
+    assert sorted(ran.stdout.splitlines()[1:]) == sorted(shown)
+    assert ran.written == {"made.txt": "made\n", "README.md": "Whiteout()"}
+    assert snapshot(who.project) == before
 
 
 # -- an outside venv ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import pytest
 from overlay_helpers import needs_fuse, needs_root
 
 from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File, Symlink, patched
-from shadowkernel.overlay.upper import mount_options, read_upper, write_upper
+from shadowkernel.overlay.upper import TRUSTED, USER, mount_options, read_upper, write_upper
 from shadowkernel.paths import RelPath
 
 pytestmark = [needs_root, needs_fuse]
@@ -176,13 +176,16 @@ def dump(
     return json.loads(out)
 
 
-def in_overlay(source: Path, upper: Path, redirects: bool, *program: str) -> list[str]:
-    """A command prefix running `program` with the overlay mounted at the user's own path."""
+def in_overlay(source: Path, upper: Path, redirects: bool, *program: str,
+               xattrs=TRUSTED) -> list[str]:  # fmt: skip
+    """A command prefix running `program` with the overlay mounted at the user's own path;
+    with USER xattrs, the `userxattr` overlayfs of a user namespace (root mapped to root)."""
     work = upper.parent / "work"
     work.mkdir(exist_ok=True)
-    options = mount_options(str(source), str(upper), str(work), redirects)
+    options = mount_options(str(source), str(upper), str(work), redirects, xattrs)
     script = 'mount -t overlay overlay -o "$1" "$2" && shift 2 && exec "$@"'
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+    userns = ["--user", "--map-root-user"] if xattrs == USER else []
+    return ["unshare", *userns, "--mount", "--propagation", "private", "sh", "-c", script, "sh",
             options, str(source), *program]  # fmt: skip
 
 
@@ -208,10 +211,16 @@ def workspace(tmp_path: Path):
     return tmp_path
 
 
-@pytest.mark.parametrize("redirects", [True, False], ids=["redirect", "copy"])
+@pytest.mark.parametrize(("redirects", "xattrs"), [(True, TRUSTED), (False, TRUSTED), (False, USER)],
+                         ids=["redirect", "copy", "userxattr"])  # fmt: skip
 @pytest.mark.parametrize("seed", range(3))
-def test_views_agree_on_random_manifests(tmp_path: Path, seed: int, redirects: bool) -> None:
+def test_views_agree_on_random_manifests(tmp_path: Path, seed: int, redirects: bool,
+                                         xattrs) -> None:  # fmt: skip
+    """userxattr: what a normal user's runs mount (user.overlay.* xattrs, in a user namespace)."""
     from shadowkernel.overlay.shadow import Shadow
+
+    def mounted(upper: Path) -> list[str]:
+        return in_overlay(source, upper, redirects, xattrs=xattrs)
 
     rng = random.Random(seed)
     source = tmp_path / "src"
@@ -228,20 +237,20 @@ def test_views_agree_on_random_manifests(tmp_path: Path, seed: int, redirects: b
 
         upper = tmp_path / f"layer-{seed}" / "upper"
         upper.mkdir(parents=True)
-        write_upper(manifest, str(source), str(upper), redirects=redirects)
+        write_upper(manifest, str(source), str(upper), redirects=redirects, xattrs=xattrs)
         overlay_view = dump(str(source), dir_times=True,
-                            prefix=in_overlay(source, upper, redirects))  # fmt: skip
+                            prefix=mounted(upper))  # fmt: skip
         assert overlay_view == fuse_view
 
         # The same operations in both views, then the harvest shown through FUSE.
         run_ops(mnt, seed + 1000)
-        run_ops(str(source), seed + 1000, prefix=in_overlay(source, upper, redirects))
+        run_ops(str(source), seed + 1000, prefix=mounted(upper))
         fuse_after = unalias(dump(mnt, dir_times=False), mnt, str(source))
         overlay_after = dump(str(source), dir_times=False,
-                             prefix=in_overlay(source, upper, redirects))  # fmt: skip
+                             prefix=mounted(upper))  # fmt: skip
         assert overlay_after == fuse_after
 
-        delta = read_upper(str(upper), str(source), manifest, shadow.store)
+        delta = read_upper(str(upper), str(source), manifest, shadow.store, xattrs)
         harvested = patched(manifest, delta)
         shadow.activate(harvested)
         assert unalias(dump(mnt, dir_times=False), mnt, str(source)) == overlay_after
@@ -249,9 +258,9 @@ def test_views_agree_on_random_manifests(tmp_path: Path, seed: int, redirects: b
         # And the harvest written as a fresh upper shows the same view again.
         again = tmp_path / f"again-{seed}" / "upper"
         again.mkdir(parents=True)
-        write_upper(harvested, str(source), str(again), redirects=redirects)
+        write_upper(harvested, str(source), str(again), redirects=redirects, xattrs=xattrs)
         assert dump(str(source), dir_times=False,
-                    prefix=in_overlay(source, again, redirects)) == overlay_after  # fmt: skip
+                    prefix=mounted(again)) == overlay_after  # fmt: skip
     assert dump(str(source), dir_times=True) == before  # the user's folder never changed
 
 
@@ -359,3 +368,11 @@ def test_special_files_links_and_owners_survive_both_paths(tmp_path: Path) -> No
         write_upper(harvested, str(source), str(again))
         next_run = in_overlay(source, again, True)
         assert dump(str(source), dir_times=False, full=True, prefix=next_run) == after_run
+
+
+def test_redirects_need_trusted_xattrs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="redirects=True needs trusted"):
+        write_upper({}, str(tmp_path), str(tmp_path), redirects=True, xattrs=USER)
+    with pytest.raises(ValueError, match="redirects=True needs trusted"):
+        mount_options("/a", "/b", "/c", True, USER)
+    assert mount_options("/a", "/b", "/c", False, USER).endswith(",userxattr")

@@ -16,6 +16,7 @@ uid, RLIMIT_AS per process: weaker, and the result says so).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import signal
@@ -35,12 +36,16 @@ class Hierarchy:
 
 def hierarchies() -> dict[str, Hierarchy]:
     """controller -> where a run's cgroup for it can be made (writable ones only)."""
-    found = {}
-    for controller in CONTROLLERS:
-        place = _v2(controller) or _v1(controller)
-        if place is not None and os.access(place.path, os.W_OK):
-            found[controller] = place
-    return found
+    return {c: p for c, p in _places().items() if os.access(p.path, os.W_OK)}
+
+
+@functools.cache
+def _places() -> dict[str, Hierarchy]:
+    """Where this process sits in each controller's hierarchy: read once (0.4 ms of reading
+    /proc per run otherwise), since a process that moves between cgroups is rare; one moved
+    makes its runs' cgroups below its old place (still bounded), until it restarts."""
+    places = {c: _v2(c) or _v1(c) for c in CONTROLLERS}
+    return {c: p for c, p in places.items() if p is not None}
 
 
 def _v2(controller: str) -> Hierarchy | None:

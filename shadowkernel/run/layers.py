@@ -9,17 +9,15 @@ Writes vanish with the run rather than being kept per branch: a branch's later r
 from the real home again, so what one run did to `~/.bashrc` cannot steer the next one, and
 the result says what was tried.
 
-bwrap 0.8 has no `--overlay`, so the layers are mounted before the sandbox starts:
+bwrap 0.8 has no `--overlay`, so the layers are mounted before the sandbox starts, with the
+uppers on one tmpfs of `size` bytes (a run that fills it gets ENOSPC, the machine nothing),
+by the run's `Mounter` (`userns.py`): as root, here, in the host's mount namespace (a few
+hundred microseconds each); for other users, in the user namespace their `Holder` keeps
+(`userxattr`), which the run enters before bwrap.
 
-- as root, here, in the host's mount namespace (a few hundred microseconds each), with the
-  uppers on one tmpfs of `size` bytes: a run that fills it gets ENOSPC;
-- otherwise by the run's command line, in a user and mount namespace of their own made just
-  before bwrap (`Overlay`, `userxattr`; kernels >= 5.11, with user xattrs on the upper's
-  filesystem, tmpfs since 6.6). Their uppers are plain directories in the scratch parent
-  (/dev/shm), with no size of their own: an unprivileged user cannot mount a tmpfs we can
-  read back after the run.
-
-A path whose overlay cannot be mounted stays read-only to the run (the run's notes say why).
+A path whose overlay cannot be mounted stays read-only to the run, /tmp and /var/tmp an
+empty tmpfs (the run's notes say why): for a normal user, that is any path with something
+mounted below it (a FUSE shadow in /tmp, say), which overlayfs in a user namespace refuses.
 Submounts below a layered path are not seen through its overlay (overlayfs does not cross
 mounts).
 """
@@ -36,7 +34,8 @@ from dataclasses import dataclass, field
 from ..errors import RunError
 from ..paths import is_within
 from .sandbox import Bind, Overlay
-from .views import clear_stale, destroy, mount, owner_tag
+from .userns import Mounter
+from .views import clear_stale, destroy, owner_tag
 
 RUNS = "shadowkernel-runs"  # in the scratch parent: one directory per live run, PID.START-XXXX
 
@@ -63,14 +62,17 @@ class Layers:
     """The layers of one run; use as a context manager."""
 
     paths: tuple[str, ...]  # real absolute paths, each a directory
-    size: int  # bytes of the tmpfs holding every upper layer (root)
+    size: int  # bytes of the tmpfs holding every upper layer
     parent: str  # the scratch parent, where the run's directory is made
-    privileged: bool  # root: mounted here; else by the run's command line (`overlays`)
+    mounter: Mounter  # HOST (root), or the user's Holder
     unlisted: frozenset[str] = frozenset()  # layered paths whose writes `written()` leaves out
     base: str = ""
     binds: list[Bind] = field(default_factory=list)
-    overlays: list[Overlay] = field(default_factory=list)  # for the command line to mount
     failed: dict[str, str] = field(default_factory=dict)  # path -> why it stays read-only
+
+    @property
+    def privileged(self) -> bool:
+        return self.mounter.privileged
 
     def __enter__(self) -> Layers:
         if not self.paths:
@@ -80,8 +82,7 @@ class Layers:
         clear_stale(home)  # layers of a process killed before it could drop them
         self.base = tempfile.mkdtemp(prefix=f"{owner_tag(os.getpid())}-", dir=home)
         try:
-            if self.privileged:
-                mount("tmpfs", self.base, f"size={self.size},mode=0700")
+            self.mounter.mount("tmpfs", self.base, f"size={self.size},mode=0700")
             for number, path in enumerate(self.paths):
                 self._layer(number, path)
         except BaseException:
@@ -95,34 +96,49 @@ class Layers:
     def _layer(self, number: int, lower: str) -> None:
         layer = os.path.join(self.base, str(number))
         for part in ("upper", "work", "mnt"):
-            os.makedirs(os.path.join(layer, part))
+            os.makedirs(self.mounter.path(os.path.join(layer, part)))
         overlay = Overlay(lower, f"{layer}/upper", f"{layer}/work", f"{layer}/mnt")
-        if not self.privileged:
-            self.overlays.append(overlay)
-        else:
-            try:
-                mount("overlay", overlay.mnt, overlay.options)
-            except RunError as error:  # e.g. a lower overlayfs cannot stack on
-                self.failed[lower] = str(error)
-                return
+        options = overlay.options + ("" if self.privileged else ",userxattr")
+        if not self.privileged and (below := mounted_below(lower)):
+            self.failed[lower] = (f"{below} is mounted below it, and overlayfs in a user "
+                                  "namespace refuses a lower holding mounts")  # fmt: skip
+            return
+        try:
+            self.mounter.mount("overlay", overlay.mnt, options)
+        except RunError as error:  # e.g. a lower overlayfs cannot stack on
+            self.failed[lower] = str(error)
+            return
         self.binds.append(Bind(overlay.mnt, lower))
 
     def written(self) -> tuple[str, ...]:
         """Paths the run created, changed or deleted in its layers (top-most of each)."""
-        opaque = ("trusted" if self.privileged else "user") + ".overlay.opaque"
+        opaque = self.mounter.xattrs.opaque
         found: list[str] = []
         for number, path in enumerate(self.paths):
             if path not in self.failed and path not in self.unlisted:
-                found += _changes(os.path.join(self.base, str(number), "upper"), path, opaque)
+                upper = self.mounter.path(os.path.join(self.base, str(number), "upper"))
+                found += _changes(upper, path, opaque)
         return tuple(sorted(found))
 
     def close(self) -> None:
         if self.base:
             for number in range(len(self.paths)):  # overlayfs leaves its work/work at 0000
                 with contextlib.suppress(OSError):
-                    os.chmod(os.path.join(self.base, str(number), "work", "work"), 0o700)
-            destroy(self.base)  # detaches the overlays below the tmpfs with it
-        self.base, self.binds, self.overlays = "", [], []
+                    work = os.path.join(self.base, str(number), "work", "work")
+                    os.chmod(self.mounter.path(work), 0o700)
+            destroy(self.base, self.mounter)  # detaches the overlays below the tmpfs with it
+        self.base, self.binds = "", []
+
+
+def mounted_below(path: str) -> str | None:
+    """A mount point strictly below `path`, if any (the kernel locks such mounts for a user
+    namespace, and overlayfs there cannot clone a lower that holds locked mounts)."""
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point != path and is_within(point, path):
+                return point
+    return None
 
 
 def runs_home(parent: str, privileged: bool) -> str:

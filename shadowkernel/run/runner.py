@@ -5,8 +5,9 @@ Two ways to show the view, chosen per run (`mode`):
 - "overlayfs" (heavy runs, near native speed): a kernel overlayfs view (lower = the user's
   folder, upper = `write_upper(manifest)` in a private scratch directory), bound over the
   user's own path in a private mount namespace; afterwards `read_upper` harvests what the run
-  wrote. Views stay mounted between runs so their caches stay warm (`views.py`). Needs root
-  (the upper holds trusted.* xattrs and whiteout devices).
+  wrote. Views stay mounted between runs so their caches stay warm (`views.py`). As root
+  they are mounted here (trusted.* xattrs, redirects); for other users in the user namespace
+  their `Holder` keeps (`userns.py`: `userxattr`, Linux >= 6.6), which their runs enter.
 - "fuse": the shadow's live FUSE mount, bound over the user's own path in a private mount
   namespace; the manifest is activated first and the run's writes collected after. The
   mount is shared, so other clients (language servers) see the run's writes meanwhile.
@@ -18,8 +19,8 @@ Two ways to show the view, chosen per run (`mode`):
 Either way the run's writes never reach the user's folder: they land in the upper layer or
 in the shadow's override table, and the run cannot unmount its view (no capabilities). The
 rest of the machine is read-only to it except its private /dev/shm and copy-on-write layers
-over /tmp and /var/tmp (root; an empty tmpfs there for other users), $HOME and `writable=`
-paths (`sandbox.py`, `layers.py`), all thrown away when it ends;
+over /tmp and /var/tmp, $HOME and `writable=` paths (`sandbox.py`, `layers.py`; their uppers
+on a tmpfs of `max_disk` bytes), all thrown away when it ends;
 `RunResult.written_outside` lists what it wrote in $HOME and `writable=` paths. Limits:
 `max_processes` and `max_memory` (cgroups, `cgroup.py`), `max_disk` (each throwaway tmpfs),
 `timeout` and `output_cap`.
@@ -51,13 +52,14 @@ from .layers import Layers, check_writable, runs_home
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
 from .sandbox import PRIVATE_TMPFS, Bind, Plan, command_line, machine
+from .userns import HOST, Mounter, mounter, userns_overlay_problem
 from .views import HOME, View, views_of
 
 MODES = ("auto", "fuse", "overlayfs")
 DEFAULT_MAX_PROCESSES = 1024
 DEFAULT_MAX_MEMORY = 4 * 2**30  # bytes, the whole run (cgroup), or each process (rlimit)
 DEFAULT_MAX_DISK = 2 * 2**30  # bytes of each throwaway tmpfs: /dev/shm, the run's layers, ...
-TMP_DIRS = ("/tmp", "/var/tmp")  # copy-on-write for root runs; their writes go unlisted
+TMP_DIRS = ("/tmp", "/var/tmp")  # copy-on-write for runs; their writes go unlisted
 BUSES = ("/run/user", "/run/dbus")  # session and system bus sockets: doors out of the sandbox
 
 
@@ -68,6 +70,7 @@ class _View:
     mode: str
     root: str  # the path the run sees the view at
     bind: Bind | None  # what is bound at the user's path inside the run
+    mounter: Mounter = HOST  # where the run's layers and view are mounted
     overlay: View | None = None  # overlayfs: the kept view the run binds
 
 
@@ -108,10 +111,9 @@ def run_in_shadow(
     after = None  # the manifest the overlay view shows after the run, if it can be kept
     try:
         argv = _argv(command, python, shadow.source, view.root)
-        root = machine().root
-        with Layers(layered if view.bind else (), max_disk, scratch_parent(), root,
+        with Layers(layered if view.bind else (), max_disk, scratch_parent(), view.mounter,
                     unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
-            notes += [f"{path} read-only to the run: {why}" for path, why in layers.failed.items()]
+            notes += _failed_notes(layers)
             plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
             ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
             outside = layers.written()
@@ -121,25 +123,32 @@ def run_in_shadow(
             after = patched(manifest, written)  # else something may still write to it
     finally:
         if view.overlay:
-            views_of(shadow, views_home()).release(view.overlay, after)
+            views_of(shadow, views_home(), view.mounter).release(view.overlay, after)
     return _result(argv, outcome, written, view, network, notes, outside, ended.oom_kills,
                    setup=time.monotonic() - start - outcome.duration)  # fmt: skip
 
 
 def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:
-    """The paths given copy-on-write layers: /tmp and /var/tmp (root only: other users' layers
-    have no size limit, so they get empty tmpfs there), the run's $HOME (unless it is the root
-    or the project itself) and `writable`."""
-    tmp = [p for p in TMP_DIRS if os.path.isdir(p)] if machine().root else []
+    """The paths given copy-on-write layers: /tmp and /var/tmp, the run's $HOME (unless it is
+    the root or the project itself) and `writable`."""
+    tmp = [p for p in TMP_DIRS if os.path.isdir(p)]
     home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
     homes = [home] if os.path.isdir(home) and home not in ("/", source, *tmp) else []
     return tuple(dict.fromkeys(tmp + homes + list(writable)))
 
 
-def _tmpfs(layers: Layers) -> tuple[str, ...]:
-    """Where the run gets an empty tmpfs: /dev/shm, and /tmp and /var/tmp unless layered."""
-    layered = {bind.target for bind in layers.binds} | {o.lower for o in layers.overlays}
+def private_tmpfs(layers: Layers) -> tuple[str, ...]:
+    """Where the run gets an empty tmpfs: /dev/shm, and /tmp and /var/tmp unless layered
+    (a normal user's layer over /tmp fails where anything is mounted below it: overlayfs in
+    a user namespace cannot take a lower holding mounts it may not reveal)."""
+    layered = {bind.target for bind in layers.binds}
     return tuple(p for p in PRIVATE_TMPFS if p not in layered)
+
+
+def _failed_notes(layers: Layers) -> list[str]:
+    empty = private_tmpfs(layers)
+    return [f"{path} {'an empty tmpfs' if path in empty else 'read-only'} in the run, not "
+            f"copy-on-write: {why}" for path, why in layers.failed.items()]  # fmt: skip
 
 
 # -- choosing and preparing the view ------------------------------------------------------------
@@ -173,8 +182,8 @@ def _overlay_problem(source: str) -> str | None:
     m = machine()
     if not m.overlayfs:
         return "the kernel has no overlayfs"
-    if not m.root:
-        return "the upper layer needs root (trusted.* xattrs)"
+    if not m.root and (problem := userns_overlay_problem()):
+        return problem
     if any(c in source for c in ",:\\"):
         return f"the folder path {source!r} holds ',', ':' or '\\'"
     scratch = os.path.realpath(scratch_parent())
@@ -193,16 +202,19 @@ def scratch_parent() -> str:
 
 
 def views_home() -> str:
-    return os.path.join(scratch_parent(), HOME)
+    """Where kept views live: one directory for root, one per uid for other users."""
+    home = HOME if machine().root else f"{HOME}-{os.geteuid()}"
+    return os.path.join(scratch_parent(), home)
 
 
 def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
     if mode == "overlayfs":
-        overlay = views_of(shadow, views_home()).acquire(manifest)
-        return _View("overlayfs", shadow.source, Bind(overlay.mnt, shadow.source), overlay)
+        m = mounter()
+        overlay = views_of(shadow, views_home(), m).acquire(manifest)
+        return _View("overlayfs", shadow.source, Bind(overlay.mnt, shadow.source), m, overlay)
     shadow.activate(manifest)  # exactly the manifest: drops writes not collected since
     if mode == "fuse":
-        return _View("fuse", shadow.source, Bind(shadow.mountpoint, shadow.source))
+        return _View("fuse", shadow.source, Bind(shadow.mountpoint, shadow.source), mounter())
     return _View("fuse-at-mountpoint", shadow.mountpoint, None)
 
 
@@ -235,7 +247,7 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
     # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless under an empty tmpfs.
     hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
               *BUSES]  # fmt: skip
-    tmpfs = _tmpfs(layers)
+    tmpfs = private_tmpfs(layers)
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(view.root, workdir) if workdir else view.root,
@@ -243,8 +255,8 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
         network=network,
         privileged=machine().root,
         binds=(*layers.binds, view.bind) if view.bind else (),
-        overlays=tuple(layers.overlays),
-        ids=None if layers.privileged or not layers.overlays else (os.getuid(), os.getgid()),
+        enter=view.mounter.enter,
+        ids=None if view.mounter.privileged else (os.getuid(), os.getgid()),
         hide=tuple(
             p for p in hidden if os.path.isdir(p) and not any(is_within(p, t) for t in tmpfs)
         ),  # fmt: skip
@@ -291,7 +303,9 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
 # The remount of a submount of `--ro-bind / /` that went meanwhile: ENOENT or EINVAL.
 SETUP_RACE = re.compile(r"bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply "
                         r"mount flags: remount ")  # fmt: skip
-SETUP_TRIES = 5
+# A lost race costs ~3 ms (bwrap fails before the command starts). The test's churn (40 mounts
+# coming and going in a tight loop) beat 5 tries at low load; 20 stay cheap and bounded.
+SETUP_TRIES = 20
 
 
 def _start(plan: Plan, *args: Any, **kwargs: Any) -> Outcome:
@@ -322,8 +336,8 @@ def _harvest(shadow, manifest: Manifest, view: _View) -> dict[RelPath, Override 
     if view.overlay is None:
         return shadow.collect()
     # The upper also holds what earlier runs on the view wrote: `manifest` holds that too.
-    upper = os.path.join(view.overlay.scratch, "upper")
-    return read_upper(upper, shadow.source, manifest, shadow.store)
+    upper = view.mounter.path(os.path.join(view.overlay.scratch, "upper"))
+    return read_upper(upper, shadow.source, manifest, shadow.store, view.mounter.xattrs)
 
 
 def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, network: bool,

@@ -30,9 +30,10 @@ bwrap's own PID 1 reaps the command: when the command exits, the namespace's rem
 processes are killed by the kernel; killing bwrap (`--die-with-parent`, or its process group)
 kills the whole run, daemons included.
 
-bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers are mounted before it:
-by root in Python (`layers.py`), or, for other users, by `unshare` into a user and mount
-namespace of their own just before bwrap (`overlays`, mounted with `userxattr`).
+bwrap 0.8 (Debian 12) has no `--overlay`, so copy-on-write layers and views are mounted
+before it: by root in Python (`layers.py`, `views.py`), or, for other users, in the user and
+mount namespace their `Holder` keeps (`userns.py`, `userxattr`), which the run enters with
+`nsenter` just before bwrap (`enter`).
 
 Caveats: with one uid mapped, files owned by other uids show as
 `nobody` inside and cannot be written through a copy-on-write layer. No seccomp filter is
@@ -70,7 +71,7 @@ class Bind:
 
 @dataclass(frozen=True)
 class Overlay:
-    """A copy-on-write layer the command line mounts itself (unprivileged runs)."""
+    """A copy-on-write layer: a lower path, its upper and work directories, its mount point."""
 
     lower: str
     upper: str
@@ -96,14 +97,14 @@ class Plan:
     tmp_size: int = DEFAULT_TMP_SIZE
     max_processes: int | None = None  # RLIMIT_NPROC, where no pids cgroup bounds the run
     max_memory: int | None = None  # RLIMIT_AS, where no memory cgroup bounds the run
-    overlays: tuple[Overlay, ...] = ()  # mounted in a user namespace before bwrap starts
+    enter: int | None = None  # pid of the Holder whose namespaces the run enters before bwrap
     ids: tuple[int, int] | None = None  # uid, gid inside (None: root's 0, else the caller's)
 
 
 def command_line(plan: Plan) -> list[str]:
     """argv that starts the run described by `plan`."""
     sandbox = sandbox_flags(plan) if plan.namespaces else []
-    return prefix(plan) + rlimits(plan) + mounts(plan) + sandbox + list(plan.argv)
+    return prefix(plan) + rlimits(plan) + entering(plan) + sandbox + list(plan.argv)
 
 
 def sandbox_flags(plan: Plan) -> list[str]:
@@ -138,15 +139,13 @@ def prefix(plan: Plan) -> list[str]:
     return ["sh", "-c", script, "sh", *values]
 
 
-def mounts(plan: Plan) -> list[str]:
-    """`unshare` into a user and mount namespace of their own, mount `overlays` there (the
-    `userxattr` overlayfs of an unprivileged user), then exec bwrap inside; or nothing."""
-    if not plan.overlays or not plan.namespaces:
+def entering(plan: Plan) -> list[str]:
+    """`nsenter` into the user and mount namespace of a normal user's Holder, where their
+    layers and views are mounted, then exec bwrap there; or nothing."""
+    if plan.enter is None or not plan.namespaces:
         return []
-    values = [value for o in plan.overlays for value in (f"{o.options},userxattr", o.mnt)]
-    lines = [f'mount -t overlay overlay -o "${i}" "${i + 1}"' for i in range(1, len(values), 2)]
-    script = "set -e\n" + "\n".join(lines) + f'\nshift {len(values)}\nexec "$@"'
-    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh", *values]
+    return ["nsenter", f"--target={plan.enter}", "--user", "--mount", "--preserve-credentials",
+            "--"]  # fmt: skip
 
 
 def rlimits(plan: Plan) -> list[str]:

@@ -17,16 +17,20 @@ other manifest gets a view of its own; an upper layer is never changed under a l
 processes behind gives its view up: something may still be writing to it.
 
 Overlayfs does not notice names changing in its lower layer, so every kept view is dropped
-when a name changes in the user's folder (`watch.FolderWatch`); where that cannot be watched,
+when a name changes in the user's folder (`watch.py`); where that cannot be watched,
 no view is kept. Views are unmounted when their Shadow closes, and views left by a process
 that died are cleared when the next Views starts.
+
+A normal user's views are kept the same way, in the user namespace of their `Holder`
+(`userns.py`): written with user xattrs and without redirects (a renamed file or directory
+is a copy in the upper), mounted with `userxattr`, and reached from here through
+/proc/PID/root; runs enter that namespace before bwrap.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import shutil
 import tempfile
@@ -38,14 +42,13 @@ from ..errors import RunError
 from ..overlay.lower import Lower
 from ..overlay.store import Manifest, Whiteout, changed_paths
 from ..overlay.upper import mount_options, natural, write_upper
-from .watch import FolderWatch
+from .userns import HOST, Mounter, mount
+from .watch import FolderWatch, TreeWatch, watch_folder
 
 DEFAULT_VIEW_SIZE = 4 * 2**30  # a bound, not a reservation: tmpfs takes only what is written
 KEEP = 4  # idle views per Shadow: a few branches can alternate on one lane
 HOME = "shadowkernel-views"  # in the scratch parent; one directory per view: PID.START-XXXX
-MNT_DETACH = 2
-
-_libc = ctypes.CDLL(None, use_errno=True)
+__all__ = ["View", "Views", "clear_stale", "destroy", "mount", "owner_tag", "views_of"]
 
 
 @dataclass(eq=False)
@@ -66,6 +69,7 @@ class Views:
     source: str
     home: str  # where the views live (HOME)
     size: int = DEFAULT_VIEW_SIZE  # bytes of each view's tmpfs (its upper layer)
+    mounter: Mounter = HOST  # a normal user's views live in their Holder's namespace
     idle: list[View] = field(default_factory=list)  # most recently used first
     generation: int = 0  # bumped whenever a name changes in the folder
     closed: bool = False
@@ -77,7 +81,7 @@ class Views:
         os.chmod(self.home, 0o700)
         clear_stale(self.home)
         try:
-            self.watch: FolderWatch | None = FolderWatch(self.source)
+            self.watch: FolderWatch | TreeWatch | None = watch_folder(self.source)
         except OSError:
             self.watch = None  # views are then built per run, as without this module
 
@@ -104,7 +108,7 @@ class Views:
                 self.idle.insert(0, view)
                 dropped, self.idle[KEEP:] = self.idle[KEEP:], []
         for old in dropped:
-            destroy(old.scratch)
+            destroy(old.scratch, self.mounter)
 
     def close(self) -> None:
         with self.lock:
@@ -114,7 +118,7 @@ class Views:
                 self.watch.close()
                 self.watch = None
         for view in dropped:
-            destroy(view.scratch)
+            destroy(view.scratch, self.mounter)
 
     def _notice_changes(self) -> None:
         # Unwatched, every call is a change: no view outlives its run.
@@ -122,21 +126,23 @@ class Views:
             self.generation += 1
             dropped, self.idle = self.idle, []
             for view in dropped:
-                destroy(view.scratch)
+                destroy(view.scratch, self.mounter)
 
     def _build(self, manifest: Manifest, generation: int) -> View:
         scratch = tempfile.mkdtemp(prefix=f"{owner_tag(os.getpid())}-", dir=self.home)
+        m = self.mounter
         try:
             # Its own tmpfs: a run that fills the branch's scratch gets ENOSPC, not the machine.
-            mount("tmpfs", scratch, f"size={self.size},mode=0700")
+            m.mount("tmpfs", scratch, f"size={self.size},mode=0700")
             for part in ("upper", "work", "mnt"):
-                os.mkdir(os.path.join(scratch, part))
+                os.mkdir(m.path(os.path.join(scratch, part)))
             upper, work = os.path.join(scratch, "upper"), os.path.join(scratch, "work")
-            write_upper(manifest, self.source, upper, redirects=True)
-            mount("overlay", os.path.join(scratch, "mnt"),
-                  mount_options(self.source, upper, work, redirects=True))  # fmt: skip
+            write_upper(manifest, self.source, m.path(upper), redirects=m.redirects,
+                        xattrs=m.xattrs)  # fmt: skip
+            m.mount("overlay", os.path.join(scratch, "mnt"),
+                    mount_options(self.source, upper, work, m.redirects, m.xattrs))  # fmt: skip
         except BaseException:
-            destroy(scratch)
+            destroy(scratch, m)
             raise
         return View(scratch, manifest, generation)
 
@@ -161,12 +167,15 @@ _views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _views_lock = threading.Lock()
 
 
-def views_of(shadow, home: str) -> Views:
-    """The Views of `shadow` (kept in `home`), made on first use and closed with it."""
+def views_of(shadow, home: str, mounter: Mounter = HOST) -> Views:
+    """The Views of `shadow` (kept in `home`), made on first use and closed with it; made
+    again when `mounter` changed (a normal user's Holder that died and was started again)."""
     with _views_lock:
         views = _views.get(shadow)
-        if views is None or views.closed:
-            views = _views[shadow] = Views(shadow.source, home)
+        if views is None or views.closed or views.mounter is not mounter:
+            if views is not None:
+                views.close()
+            views = _views[shadow] = Views(shadow.source, home, mounter=mounter)
             shadow.on_close(views.close)
         return views
 
@@ -180,21 +189,15 @@ def _close_all() -> None:
             views.close()
 
 
-# -- mounts and leftovers -----------------------------------------------------------------------
+# -- leftovers ----------------------------------------------------------------------------------
 
 
-def mount(fstype: str, target: str, options: str) -> None:
-    if _libc.mount(fstype.encode(), os.fsencode(target), fstype.encode(), 0,
-                   options.encode()) != 0:  # fmt: skip
-        code = ctypes.get_errno()
-        raise RunError(f"mounting {fstype} at {target} failed: {os.strerror(code)}")
-
-
-def destroy(scratch: str) -> None:
+def destroy(scratch: str, mounter: Mounter = HOST) -> None:
     """Detach a view or a run's layers (runs still holding them keep them until they end),
     with the tmpfs holding them and everything mounted below, and remove the directory."""
-    _libc.umount2(os.fsencode(os.path.join(scratch, "mnt")), MNT_DETACH)  # EINVAL: not mounted
-    _libc.umount2(os.fsencode(scratch), MNT_DETACH)
+    with contextlib.suppress(RunError):  # a holder that is gone took its mounts along
+        mounter.detach(os.path.join(scratch, "mnt"))  # EINVAL: not mounted
+        mounter.detach(scratch)
     shutil.rmtree(scratch, ignore_errors=True)
 
 

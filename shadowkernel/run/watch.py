@@ -1,4 +1,5 @@
-"""Whether names changed in the user's folder: a fanotify filesystem mark (root only).
+"""Whether names changed in the user's folder: a fanotify filesystem mark (root), else
+inotify on every directory of the folder (`TreeWatch`, other users).
 
 Kept overlayfs views need this: overlayfs does not revalidate what it cached against its
 lower layer, so after the user replaces a file (an editor's save: write a temporary file,
@@ -10,6 +11,12 @@ The mark covers the whole filesystem, so every event names its directory by a fi
 resolved to a path (memoised) to tell whether it lies inside the folder. A directory deleted
 before its handle is resolved lay outside: one deleted inside left an event in a directory
 that still exists. A full queue counts as a change.
+
+Normal users cannot place a filesystem mark, so `TreeWatch` walks the folder once and
+watches each directory with inotify (new directories are watched as they appear); a folder
+with more directories than the user's `fs.inotify.max_user_watches` left cannot be watched
+(OSError), and then no view is kept. Caveat: the walk costs about a millisecond per thousand
+directories, once per Shadow.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import ctypes
 import errno
 import os
 import struct
+
+from inotify_simple import INotify, flags
 
 from ..paths import is_within
 
@@ -97,6 +106,52 @@ class FolderWatch:
         finally:
             os.close(fd)
         return is_within(path, self.folder)
+
+
+LISTING = flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO
+TREE_MASK = LISTING | flags.ONLYDIR | flags.DONT_FOLLOW
+
+
+class TreeWatch:
+    """inotify on each directory of `folder`; raises OSError if one cannot be watched."""
+
+    def __init__(self, folder: str) -> None:
+        self.inotify = INotify(nonblocking=True)
+        self.paths: dict[int, str] = {}  # watch descriptor -> directory
+        try:
+            self._watch_tree(folder)
+        except BaseException:
+            self.close()
+            raise
+
+    def changed(self) -> bool:
+        """Whether a name changed in the folder since the last call (drains the queue)."""
+        found = False
+        for event in self.inotify.read(timeout=0):
+            found = found or bool(event.mask & (LISTING | flags.Q_OVERFLOW))
+            if event.mask & flags.ISDIR and event.mask & (flags.CREATE | flags.MOVED_TO):
+                with contextlib.suppress(OSError):  # gone again, or the limit: changed anyway
+                    self._watch_tree(os.path.join(self.paths[event.wd], event.name))
+        return found
+
+    def close(self) -> None:
+        self.inotify.close()
+
+    def _watch_tree(self, top: str) -> None:
+        for directory, _, _ in os.walk(top, onerror=_raise):
+            self.paths[self.inotify.add_watch(directory, TREE_MASK)] = directory
+
+
+def watch_folder(folder: str) -> FolderWatch | TreeWatch:
+    """A watch of `folder`'s names: a fanotify mark where allowed (root), else a TreeWatch."""
+    try:
+        return FolderWatch(folder)
+    except PermissionError:
+        return TreeWatch(folder)
+
+
+def _raise(error: OSError) -> None:
+    raise error
 
 
 def _events(chunk: bytes):

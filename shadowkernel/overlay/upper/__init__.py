@@ -25,8 +25,11 @@ trip. The translation follows `store.lower_source`, the one resolution rule both
   a copy of X's bytes: a metacopy is not shared by names).
 
 `redirects` needs the mount options `redirect_dir=on,metacopy=on` (privileged overlayfs; the
-kernel refuses both with `userxattr`). `read_upper` reads them back the same way, so a
-directory or file the run renamed comes back as a recorded rename, not a copy.
+kernel refuses both with `userxattr`). An overlayfs a normal user mounts in a user namespace
+(`userxattr`, kernels >= 5.11) reads `user.overlay.*` instead of `trusted.overlay.*`: both
+directions take `xattrs=USER` for it (and `redirects=False`). `read_upper` reads redirects
+back the same way, so a directory or file the run renamed comes back as a recorded rename,
+not a copy.
 
 `read_upper` gives the names of one upper inode one override with one link group, and
 records owners that differ from the folder's.
@@ -38,7 +41,8 @@ writer's.
 """
 
 from .read import read_upper
-from .resolve import mount_options, natural, reachable
+from .resolve import TRUSTED, USER, Xattrs, mount_options, natural, reachable
 from .write import write_upper
 
-__all__ = ["mount_options", "natural", "reachable", "read_upper", "write_upper"]
+__all__ = ["TRUSTED", "USER", "Xattrs", "mount_options", "natural", "reachable", "read_upper",
+           "write_upper"]  # fmt: skip

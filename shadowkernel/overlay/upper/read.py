@@ -22,7 +22,15 @@ from ..store import (
     lower_source,
     new_link,
 )
-from .resolve import METACOPY, OPAQUE, REDIRECT, is_lower_dir, natural, reachable, read_bytes, xattr
+from .resolve import (
+    TRUSTED,
+    Xattrs,
+    is_lower_dir,
+    natural,
+    reachable,
+    read_bytes,
+    xattr,
+)
 
 Delta = dict[RelPath, Override | None]
 
@@ -33,6 +41,7 @@ class _Reader:
     lower: Lower
     base: Manifest
     store: BlobStore
+    xattrs: Xattrs = TRUSTED
 
     def __post_init__(self) -> None:
         self.entries: dict[RelPath, Override] = {}
@@ -145,12 +154,12 @@ class _Reader:
 
     def dir_origin(self, path: RelPath) -> RelPath | None:
         base = self.base.get(path)
-        if xattr(self.at(path), OPAQUE) == b"y":
+        if xattr(self.at(path), self.xattrs.opaque) == b"y":
             if isinstance(base, Dir) and base.origin is not None:
                 self.copies.add(path)  # write_upper copied the renamed directory's tree
                 return base.origin
             return None
-        redirect = xattr(self.at(path), REDIRECT)
+        redirect = xattr(self.at(path), self.xattrs.redirect)
         if redirect is not None:
             return self.redirected(path, redirect)
         source = natural(self.entries, path)
@@ -184,8 +193,8 @@ class _Reader:
     def file(self, path: RelPath, st: os.stat_result) -> File | None:
         mode, mtime_ns = stat.S_IMODE(st.st_mode), st.st_mtime_ns
         uid, gid = self.owned(st)
-        if xattr(self.at(path), METACOPY) is not None:
-            redirect = xattr(self.at(path), REDIRECT)
+        if xattr(self.at(path), self.xattrs.metacopy) is not None:
+            redirect = xattr(self.at(path), self.xattrs.redirect)
             origin = self.redirected(path, redirect) if redirect else natural(self.entries, path)
             meta = File(None, origin, mode, mtime_ns, uid=uid, gid=gid)
             base = self.base.get(path)
@@ -241,14 +250,15 @@ def _same_but_times(base: Symlink | Special, upper: Symlink | Special) -> bool:
     return replace(base, atime_ns=None, ctime_ns=None, link=None) == upper
 
 
-def read_upper(upper_dir: str, lower_root: str, base_manifest: Manifest, store: BlobStore) -> Delta:
+def read_upper(upper_dir: str, lower_root: str, base_manifest: Manifest, store: BlobStore,
+               xattrs: Xattrs = TRUSTED) -> Delta:  # fmt: skip
     """What a run wrote, as a delta on `base_manifest` (the shape of `Shadow.collect()`).
 
     `upper_dir` is the upper layer `write_upper(base_manifest, ...)` wrote, after the run.
     Entries the run did not change come back as the base's own overrides (same blobs), and
     copy-ups overlayfs made without a change (a file opened for writing, a directory that
-    gained a child) are not reported.
+    gained a child) are not reported. `xattrs`: the names the upper was written with.
     """
-    reader = _Reader(upper_dir, Lower(lower_root), base_manifest, store)
+    reader = _Reader(upper_dir, Lower(lower_root), base_manifest, store, xattrs)
     after = reader.read()
     return {path: after.get(path) for path in changed_paths(base_manifest, after)}

@@ -6,22 +6,55 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from ...paths import ROOT, RelPath, join, name, parent
 from ..lower import Lower
 from ..store import Dir, Override, lower_source
 
-XATTR = "trusted.overlay."
-OPAQUE, REDIRECT, METACOPY = XATTR + "opaque", XATTR + "redirect", XATTR + "metacopy"
+
+@dataclass(frozen=True)
+class Xattrs:
+    """The names overlayfs gives its xattrs: `trusted.overlay.*` when mounted by the machine's
+    root, `user.overlay.*` when mounted in a user namespace (`userxattr`)."""
+
+    prefix: str
+
+    @property
+    def opaque(self) -> str:
+        return self.prefix + "opaque"
+
+    @property
+    def redirect(self) -> str:
+        return self.prefix + "redirect"
+
+    @property
+    def metacopy(self) -> str:
+        return self.prefix + "metacopy"
 
 
-def mount_options(lower: str, upper: str, work: str, redirects: bool = True) -> str:
-    """The `-o` string for `mount -t overlay` of an upper written with `redirects`."""
+TRUSTED = Xattrs("trusted.overlay.")
+USER = Xattrs("user.overlay.")  # the kernel refuses redirects and metacopy with these
+
+
+def mount_options(lower: str, upper: str, work: str, redirects: bool = True,
+                  xattrs: Xattrs = TRUSTED) -> str:  # fmt: skip
+    """The `-o` string for `mount -t overlay` of an upper written with `redirects` and
+    `xattrs` (USER: the `userxattr` mount of a user namespace, which takes no redirects)."""
     for path in (lower, upper, work):
         if any(c in path for c in ",:\\"):
             raise ValueError(f"path {path!r} holds ',', ':' or '\\', which overlayfs cannot take")
+    check_redirects(redirects, xattrs)
+    if xattrs == USER:  # redirect_dir and metacopy are off there, and may not be named
+        return f"lowerdir={lower},upperdir={upper},workdir={work},userxattr"
     extra = ",redirect_dir=on,metacopy=on" if redirects else ",redirect_dir=off,metacopy=off"
     return f"lowerdir={lower},upperdir={upper},workdir={work}{extra}"
+
+
+def check_redirects(redirects: bool, xattrs: Xattrs) -> None:
+    if redirects and xattrs != TRUSTED:
+        raise ValueError("redirects=True needs trusted.overlay.* xattrs (a privileged mount); "
+                         "pass redirects=False with user xattrs")  # fmt: skip
 
 
 # -- resolution shared by both directions ------------------------------------------------------

@@ -13,7 +13,7 @@ from ..attributes import owner_of
 from ..lower import Lower
 from ..metadata import Owned
 from ..store import Dir, File, Manifest, Override, Special, Symlink, Whiteout, lower_source
-from .resolve import METACOPY, OPAQUE, REDIRECT, by_depth, is_lower_dir
+from .resolve import TRUSTED, Xattrs, by_depth, check_redirects, is_lower_dir
 
 
 @dataclass
@@ -22,8 +22,10 @@ class _Writer:
     lower: Lower
     upper: str
     redirects: bool
+    xattrs: Xattrs = TRUSTED
 
     def __post_init__(self) -> None:
+        check_redirects(self.redirects, self.xattrs)
         root = os.stat(self.lower.root)
         # An override that records no owner shows the folder's owner, in both views.
         self.owner = (root.st_uid, root.st_gid)
@@ -135,12 +137,13 @@ class _Writer:
         self.made.add(path)
         self.meta(path, override.mode, override)
         if override.origin is None:
-            os.setxattr(self.at(path), OPAQUE, b"y")
+            os.setxattr(self.at(path), self.xattrs.opaque, b"y")
         elif override.origin != self.shows(path):
             if self.redirects:
-                os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(override.origin))
+                redirect = b"/" + os.fsencode(override.origin)
+                os.setxattr(self.at(path), self.xattrs.redirect, redirect)
             else:
-                os.setxattr(self.at(path), OPAQUE, b"y")
+                os.setxattr(self.at(path), self.xattrs.opaque, b"y")
                 self.copied = True
                 self.copy_tree(override.origin, path)
 
@@ -162,9 +165,9 @@ class _Writer:
         st = self.lower.lstat(origin)
         with open(self.at(path), "wb") as f:
             f.truncate(st.st_size if st is not None else 0)
-        os.setxattr(self.at(path), METACOPY, b"")
+        os.setxattr(self.at(path), self.xattrs.metacopy, b"")
         if origin != self.shows(path):
-            os.setxattr(self.at(path), REDIRECT, b"/" + os.fsencode(origin))
+            os.setxattr(self.at(path), self.xattrs.redirect, b"/" + os.fsencode(origin))
 
     def copy_tree(self, source: RelPath, path: RelPath) -> None:
         """A lower directory's children as plain upper entries (when redirects are off)."""
@@ -211,17 +214,22 @@ class _Writer:
         except (PermissionError, OSError) as exc:
             # A writer without CAP_CHOWN (or a user namespace that does not map the uid)
             # can give only the folder's owner; an entry's own owner is then its writer's.
-            if owner == self.owner or exc.errno not in (errno.EPERM, errno.EINVAL):
+            # A normal user's upper (USER xattrs) may not give the folder's either (a group
+            # they are not in): the writer's then too.
+            given = owner == self.owner and self.xattrs == TRUSTED
+            if given or exc.errno not in (errno.EPERM, errno.EINVAL):
                 raise
 
 
 def write_upper(
-    manifest: Manifest, lower_root: str, upper_dir: str, *, redirects: bool = True
-) -> None:
+    manifest: Manifest, lower_root: str, upper_dir: str, *, redirects: bool = True,
+    xattrs: Xattrs = TRUSTED,
+) -> None:  # fmt: skip
     """Materialise `manifest` as an overlayfs upper layer in the empty directory `upper_dir`.
 
     Entries the FUSE view cannot reach (below a file, or below a directory that exists in
     neither the manifest nor the user's folder) are left out, so both views agree.
     Costs O(overrides), plus the bytes of renamed files and directories when not `redirects`.
+    `xattrs`: USER for an overlayfs mounted in a user namespace (`userxattr`, no redirects).
     """
-    _Writer(manifest, Lower(lower_root), upper_dir, redirects).write()
+    _Writer(manifest, Lower(lower_root), upper_dir, redirects, xattrs).write()
