@@ -72,7 +72,8 @@ from .runner import (
     _View,
     scratch_parent,
 )
-from .sandbox import Bind, Plan, machine
+from .sandbox import Bind, Plan
+from .userns import mounter
 
 ENVIRONMENTS = (".venv", "venv", "node_modules")
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
@@ -117,7 +118,7 @@ def run_in_copy(
         view = _copy_view(copy, shadow.source, sandboxed)
         argv = _argv(command, python, shadow.source, view.root)
         with Layers((*layered, *copy.linked) if sandboxed else (), max_disk, scratch_parent(),
-                    machine().root, unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
+                    view.mounter, unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
             plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
             plan = _in_order(plan, view, copy.linked, shadow.source)
             ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
@@ -135,8 +136,8 @@ def run_in_copy(
 def _copy_view(copy: Copy, source: str, sandboxed: bool) -> _View:
     """Sandboxed, the copy is bound over the user's own path (path transparency); else the
     run works at the copy's path, unsandboxed."""
-    if sandboxed:
-        return _View("copy", source, Bind(copy.root, source))
+    if sandboxed:  # the layers (and so the run) go where this user can mount: the Holder
+        return _View("copy", source, Bind(copy.root, source), mounter=mounter())
     return _View("copy", copy.root, None)
 
 
