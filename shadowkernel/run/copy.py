@@ -45,7 +45,6 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,25 +52,12 @@ from dataclasses import dataclass
 import pathspec
 
 from ..errors import RunError
-from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, freeze, lower_source
+from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, lower_source
 from ..paths import ROOT, RelPath, join, parent, rel
 from . import capabilities
-from .layers import Layers, check_writable
-from .result import DEFAULT_OUTPUT_CAP, RunResult
-from .runner import (
-    DEFAULT_MAX_DISK,
-    DEFAULT_MAX_MEMORY,
-    DEFAULT_MAX_PROCESSES,
-    TMP_DIRS,
-    Limits,
-    _argv,
-    _execute,
-    _layered,
-    _plan,
-    _result,
-    _View,
-    scratch_parent,
-)
+from .layers import Layers
+from .result import RunResult
+from .runner import TMP_DIRS, Request, _argv, _execute, _plan, _result, _View, scratch_parent
 from .sandbox import Bind, Plan
 from .userns import mounter
 
@@ -90,44 +76,35 @@ class Copy:
     before: dict[RelPath, Signature]
 
 
-def run_in_copy(
-    shadow, manifest: Mapping[RelPath, Override], command: str | Sequence[str], *,
-    timeout: float = 60, network: bool = False, python: bool = False,
-    output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
-    cwd: str = ROOT, writable: Sequence[str] = (), max_processes: int = DEFAULT_MAX_PROCESSES,
-    max_memory: int = DEFAULT_MAX_MEMORY, max_disk: int = DEFAULT_MAX_DISK,
-    cancel: threading.Event | None = None,
-) -> RunResult:  # fmt: skip
+def run_in_copy(shadow, request: Request) -> RunResult:  # fmt: skip
     """`run_in_shadow` for a shadow without a mount (see the module docstring)."""
-    if mode not in ("auto", "copy"):
-        raise RunError(f"mode={mode!r} needs a mount, and this workspace has none (documents "
-                       "mode); use mode='auto'")  # fmt: skip
-    start = time.monotonic()
-    manifest, workdir = freeze(manifest), rel(cwd)
+    if request.mode not in ("auto", "copy"):
+        raise RunError(f"mode={request.mode!r} needs a mount, and this workspace has none "
+                       "(documents mode); use mode='auto'")  # fmt: skip
+    manifest, network, disk = request.manifest, request.network, request.limits.disk
     sandboxed = capabilities.probe().namespaces is None
     if not sandboxed and not network:
         raise RunError("this machine cannot sandbox runs (needs bwrap: apt-get install "
                        "bubblewrap, and user namespaces); pass network=True to run "
                        "unsandboxed anyway")  # fmt: skip
-    environment = dict(os.environ if env is None else env)
-    layered = _layered(environment, check_writable(writable, shadow.source), shadow.source)
-    limits = Limits(max_processes, max_memory, max_disk)
     skip = getattr(shadow, "skip", ())
     copy = materialise(shadow.source, manifest, shadow.store, skip, link=not sandboxed)
     try:
         view = _copy_view(copy, shadow.source, sandboxed)
-        argv = _argv(command, python, shadow.source, view.root)
-        with Layers((*layered, *copy.linked) if sandboxed else (), max_disk, scratch_parent(),
-                    view.mounter, unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
-            plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
+        argv = _argv(request.command, request.python, shadow.source, view.root)
+        layered = (*request.layered, *copy.linked) if sandboxed else ()
+        with Layers(layered, disk, scratch_parent(), view.mounter,
+                    unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
+            plan = _plan(shadow, view, argv, request.workdir, network, layers, disk)
             plan = _in_order(plan, view, copy.linked, shadow.source)
-            ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
+            ended = _execute(plan, request.environment, request.timeout, request.output_cap,
+                             request.limits, request.cancel)  # fmt: skip
             outside = layers.written()
         written = harvest(copy, shadow.source, manifest, shadow.store)
     finally:
         shutil.rmtree(copy.root, ignore_errors=True)
     notes = [*_notes(copy, sandboxed), *ended.notes]
-    setup = time.monotonic() - start - ended.outcome.duration
+    setup = time.monotonic() - request.start - ended.outcome.duration
     result = _result(argv, ended.outcome, written, view, network, notes, outside,
                      ended.oom_kills, setup)  # fmt: skip
     return dataclasses.replace(result, path_transparent=sandboxed)

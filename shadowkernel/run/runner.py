@@ -94,28 +94,50 @@ def run_in_shadow(
     `writable` paths (absolute directories outside the project) are copy-on-write for the
     run, like $HOME: the run writes its own copies, which vanish with it. Setting `cancel`
     (from any thread) kills the run and all its processes."""
+    environment = dict(os.environ if env is None else env)
+    request = Request(
+        time.monotonic(), freeze(manifest), command, python, rel(cwd), network, mode, environment,
+        _layered(environment, check_writable(writable, shadow.source), shadow.source),
+        Limits(max_processes, max_memory, max_disk), timeout, output_cap, cancel,
+    )  # fmt: skip
     if getattr(shadow, "detached", False):  # no mount (documents mode): run in a private copy
         from .copy import run_in_copy
 
-        return run_in_copy(shadow, manifest, command, timeout=timeout, network=network,
-                           python=python, output_cap=output_cap, mode=mode, env=env, cwd=cwd,
-                           writable=writable, max_processes=max_processes,
-                           max_memory=max_memory, max_disk=max_disk, cancel=cancel)  # fmt: skip
-    start = time.monotonic()
-    manifest = freeze(manifest)
-    workdir, notes = rel(cwd), list[str]()
-    limits = Limits(max_processes, max_memory, max_disk)
-    environment = dict(os.environ if env is None else env)
-    layered = _layered(environment, check_writable(writable, shadow.source), shadow.source)
-    view = _prepare(shadow, manifest, _choose(mode, network, shadow, notes))
+        return run_in_copy(shadow, request)
+    return _run_mounted(shadow, request)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One run, its arguments checked and resolved (the mount and the copy both take it)."""
+
+    start: float  # time.monotonic() when asked
+    manifest: Manifest
+    command: str | Sequence[str]
+    python: bool
+    workdir: RelPath
+    network: bool
+    mode: str
+    environment: dict[str, str]
+    layered: tuple[str, ...]  # the paths given copy-on-write layers
+    limits: Limits
+    timeout: float
+    output_cap: int
+    cancel: threading.Event | None
+
+
+def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
+    manifest, network, notes = request.manifest, request.network, list[str]()
+    view = _prepare(shadow, manifest, _choose(request.mode, network, shadow, notes))
     after = None  # the manifest the overlay view shows after the run, if it can be kept
     try:
-        argv = _argv(command, python, shadow.source, view.root)
-        with Layers(layered if view.bind else (), max_disk, scratch_parent(), view.mounter,
-                    unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
+        argv = _argv(request.command, request.python, shadow.source, view.root)
+        with Layers(request.layered if view.bind else (), request.limits.disk, scratch_parent(),
+                    view.mounter, unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
             notes += _failed_notes(layers)
-            plan = _plan(shadow, view, argv, workdir, network, layers, max_disk)
-            ended = _execute(plan, environment, timeout, output_cap, limits, cancel)
+            plan = _plan(shadow, view, argv, request.workdir, network, layers, request.limits.disk)
+            ended = _execute(plan, request.environment, request.timeout, request.output_cap,
+                             request.limits, request.cancel)  # fmt: skip
             outside = layers.written()
         outcome, notes = ended.outcome, notes + ended.notes
         written = _harvest(shadow, manifest, view)
@@ -125,7 +147,7 @@ def run_in_shadow(
         if view.overlay:
             views_of(shadow, views_home(), view.mounter).release(view.overlay, after)
     return _result(argv, outcome, written, view, network, notes, outside, ended.oom_kills,
-                   setup=time.monotonic() - start - outcome.duration)  # fmt: skip
+                   setup=time.monotonic() - request.start - outcome.duration)  # fmt: skip
 
 
 def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:

@@ -32,8 +32,6 @@ from .resolve import (
     xattr,
 )
 
-Delta = dict[RelPath, Override | None]
-
 
 @dataclass
 class _Reader:
@@ -251,7 +249,7 @@ def _same_but_times(base: Symlink | Special, upper: Symlink | Special) -> bool:
 
 
 def read_upper(upper_dir: str, lower_root: str, base_manifest: Manifest, store: BlobStore,
-               xattrs: Xattrs = TRUSTED) -> Delta:  # fmt: skip
+               xattrs: Xattrs = TRUSTED) -> dict[RelPath, Override | None]:  # fmt: skip
     """What a run wrote, as a delta on `base_manifest` (the shape of `Shadow.collect()`).
 
     `upper_dir` is the upper layer `write_upper(base_manifest, ...)` wrote, after the run.
