@@ -127,7 +127,7 @@ def test_unprivileged_runs_enter_their_holders_namespaces_just_before_the_sandbo
 
 def test_a_tree_watch_sees_names_change_anywhere_in_the_folder(tmp_path: Path) -> None:
     """What normal users' kept views rely on (no fanotify filesystem mark for them)."""
-    from shadowkernel.run.watch import TreeWatch
+    from shadowkernel.run.folder_watch import TreeWatch
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "f").write_text("one")
