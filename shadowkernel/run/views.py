@@ -42,8 +42,8 @@ from ..errors import RunError
 from ..overlay.lower import Lower
 from ..overlay.store import Manifest, Whiteout, changed_paths
 from ..overlay.upper import mount_options, natural, write_upper
-from .userns import HOST, Mounter, mount
 from .folder_watch import FolderWatch, TreeWatch, watch_folder
+from .userns import HOST, Mounter, mount
 
 DEFAULT_VIEW_SIZE = 4 * 2**30  # a bound, not a reservation: tmpfs takes only what is written
 KEEP = 4  # idle views per Shadow: a few branches can alternate on one lane
