@@ -22,7 +22,8 @@ from shadowkernel.agents.prompt import render
 from shadowkernel.errors import ArgumentError, ShadowError
 from shadowkernel.evals import minimum_detectable_effect, summary
 from shadowkernel.evals.mutation import inverse, mutants
-from shadowkernel.evals.mutation_suite import parse_command, statement
+from shadowkernel.evals.mutation_suite import statement
+from shadowkernel.evals.pytest_command import parse_command
 from shadowkernel.evals.swebench import listed_tests, load_instances, patch_paths, prefixed_patch
 
 SOURCE = '''\

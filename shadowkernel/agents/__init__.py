@@ -1,7 +1,9 @@
 """Agents and the agent loop: propose -> stage -> check -> feedback -> revise.
 
-An agent is any callable from an `Observation` to edits (see `edits.normalize` for the forms
-it may return, or a `Proposal` carrying token counts). Adapters: `ScriptedAgent` replays
+The loop talks to a branch through the public API only, so agents/ may import workspace/ and
+what lies below it; evals/ and the faces sit above it. An agent is any callable from an
+`Observation` to edits (see `edits.normalize` for the forms it may return, or a `Proposal`
+carrying token counts). Adapters: `ScriptedAgent` replays
 edits, `SimulatedAgent` is a seeded stand-in with stated probabilities (always labelled
 simulated), `OpenAIChatAgent` talks to any OpenAI-compatible server.
 """

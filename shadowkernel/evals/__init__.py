@@ -1,7 +1,9 @@
 """Task suites and lint-feedback experiments on top of the agent loop.
 
 Suites: the built-in folder suite, `mutation_suite` (bugs made from any repository with a
-pytest suite) and `swebench_suite` (SWE-bench instances over local checkouts).
+pytest suite) and `swebench_suite` (SWE-bench instances over local checkouts); `experiment`
+runs agents over a suite under paired conditions, `summary` reads the results. evals/ may
+import agents/, the public API and what lies below; only the faces import it.
 """
 
 from .check import make_checker

@@ -7,7 +7,9 @@
 `tools` is the pure table over the public API (`Workspace`, `Branch`), `server` registers
 it with the official `mcp` SDK and translates errors at its one edge, `transports` serves
 it, `snippets` prints what an agent's configuration needs. Importing this package needs
-the `mcp` extra (`pip install 'shadowkernel[mcp]'`); `tools` alone does not.
+the `mcp` extra (`pip install 'shadowkernel[mcp]'`); `tools` alone does not. mcp/ is a face:
+it calls the public API and may import anything below it; the kernel imports it for
+`%shadow mcp`.
 """
 
 from .tools import TOOL_NAMES, Tools
