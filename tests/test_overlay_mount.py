@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -248,6 +249,21 @@ def test_symlinks_into_the_user_folder_resolve_inside_the_shadow(
 def test_a_mountpoint_inside_the_user_folder_is_refused(project: Path) -> None:
     with pytest.raises(PathError, match="inside the source folder"):
         Shadow(project, mountpoint=project / "mnt")
+
+
+def test_a_refused_shadow_leaves_no_mountpoint_behind(project: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    inside = project / "tmp"
+    inside.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(inside))  # where its own mountpoint is made
+    with pytest.raises(PathError, match="inside the source folder"):
+        Shadow(project)
+    assert list(inside.iterdir()) == []
+    blocked = tmp_path / "a-file"  # a mountpoint the overlay cannot mount on
+    blocked.write_text("")
+    with pytest.raises(PathError, match="is not a directory; give an empty directory"):
+        Shadow(project, mountpoint=blocked)
+    assert blocked.read_text() == ""
 
 
 def test_a_source_that_is_not_a_directory_is_refused(project: Path) -> None:

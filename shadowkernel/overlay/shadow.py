@@ -60,12 +60,16 @@ class Shadow:
         self.source = os.path.realpath(source)
         if not os.path.isdir(self.source):
             raise PathError(f"source {os.fspath(source)!r} is not a directory")
+        if mountpoint is not None and os.path.lexists(mountpoint) and not os.path.isdir(mountpoint):
+            raise PathError(f"mountpoint {os.fspath(mountpoint)!r} is not a directory; give an "
+                            "empty directory (or none: one is made)")  # fmt: skip
         mounts.clear_stale()
         self._own_mountpoint = mountpoint is None
         self.mountpoint = os.path.realpath(
             mountpoint or tempfile.mkdtemp(prefix="shadowkernel-mnt-")
         )
         if is_within(self.mountpoint, self.source):
+            self._drop_mountpoint()
             raise PathError(
                 f"mountpoint {self.mountpoint!r} lies inside the source folder; "
                 "choose one outside it"
@@ -79,7 +83,11 @@ class Shadow:
         self._process: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._closers: list[Callable[[], None]] = []
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self.close()  # a failed start leaves no process, store or mountpoint behind
+            raise
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -143,6 +151,9 @@ class Shadow:
             self._stop()
         if self._own_store:
             self.store.close()
+        self._drop_mountpoint()
+
+    def _drop_mountpoint(self) -> None:
         if self._own_mountpoint:
             with contextlib.suppress(OSError):
                 os.rmdir(self.mountpoint)
