@@ -41,11 +41,11 @@ from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
 from test_run import marked, wait_for
 
 import shadowkernel
-from shadowkernel.run import run_in_shadow
-from shadowkernel.run.sandbox import machine
+from shadowkernel.run import capabilities, run_in_shadow
 
 pytestmark = [needs_root, needs_fuse,
-              pytest.mark.skipif(not machine().namespaces, reason="needs bwrap (bubblewrap)")]  # fmt: skip
+              pytest.mark.skipif(capabilities.probe().namespaces is not None,
+                                 reason=f"no sandbox: {capabilities.probe().namespaces}")]  # fmt: skip
 
 USER = "skprobe"
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable

@@ -47,6 +47,7 @@ from ..errors import RunError
 from ..overlay.store import Manifest, Override, freeze, patched
 from ..overlay.upper import read_upper
 from ..paths import ROOT, RelPath, is_within, rel
+from . import capabilities
 from .cgroup import RunCgroup, hierarchies
 from .layers import Layers, check_writable, runs_home
 from .process import Outcome, run_process
@@ -179,12 +180,11 @@ def _failed_notes(layers: Layers) -> list[str]:
 def _choose(mode: str, network: bool, shadow, notes: list[str]) -> str:
     if mode not in MODES:
         raise RunError(f"mode={mode!r} is not one of {', '.join(MODES)}")
-    m = machine()
-    if not m.namespaces:
+    unsandboxed = capabilities.probe().namespaces  # bwrap really tried, once per process
+    if unsandboxed:
         if not network:
-            raise RunError("this machine cannot sandbox runs (needs bwrap: apt-get install "
-                           "bubblewrap, and user namespaces); pass network=True to run "
-                           "unsandboxed anyway")  # fmt: skip
+            raise RunError(f"this machine cannot sandbox runs ({unsandboxed}); pass "
+                           "network=True to run unsandboxed anyway")  # fmt: skip
         if mode == "overlayfs":
             raise RunError("mode='overlayfs' needs the sandbox (bwrap); use mode='fuse'")
         notes.append("no sandbox here (bwrap or user namespaces missing): ran unsandboxed at "

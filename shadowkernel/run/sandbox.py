@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from dataclasses import dataclass
 
 DEFAULT_TMP_SIZE = 2 * 2**30  # bytes of each private tmpfs; a size, not a reservation
@@ -164,21 +163,14 @@ def rlimits(plan: Plan) -> list[str]:
 @dataclass(frozen=True)
 class Machine:
     root: bool
-    bwrap: bool
     overlayfs: bool
-
-    @property
-    def namespaces(self) -> bool:
-        return self.bwrap and _userns_allowed()
 
 
 @functools.cache
 def machine() -> Machine:
-    return Machine(
-        root=os.geteuid() == 0,
-        bwrap=shutil.which("bwrap") is not None,
-        overlayfs=_has_filesystem("overlay"),
-    )
+    """Facts read without starting anything; whether the sandbox itself starts is
+    `capabilities.probe().namespaces` (bwrap really tried)."""
+    return Machine(root=os.geteuid() == 0, overlayfs=_has_filesystem("overlay"))
 
 
 def _has_filesystem(name: str) -> bool:
@@ -188,10 +180,3 @@ def _has_filesystem(name: str) -> bool:
     except OSError:
         return False
 
-
-def _userns_allowed() -> bool:
-    try:
-        with open("/proc/sys/user/max_user_namespaces") as f:
-            return int(f.read()) > 0
-    except (OSError, ValueError):
-        return False
