@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from shadowkernel.run.result import Capture
-from shadowkernel.run.sandbox import Bind, Plan, command_line
+from shadowkernel.run.sandbox import SNAPSHOT, Bind, Plan, command_line
 
 
 def test_capture_under_the_cap_keeps_everything() -> None:
@@ -83,9 +83,12 @@ def test_private_tmpfs_are_size_limited() -> None:
     assert flag_values(line, "--size") == ["12345"] * 3
 
 
+SANDBOX = [*SNAPSHOT, "bwrap"]  # bwrap starts in a private copy of the mount table
+
+
 def test_the_command_follows_the_sandbox_flags_untouched() -> None:
     line = command_line(plan(argv=("--weird", "$(x)")))
-    assert line[0] == "bwrap" and line[-3:] == ["--", "--weird", "$(x)"]
+    assert line[: len(SANDBOX)] == SANDBOX and line[-3:] == ["--", "--weird", "$(x)"]
     assert line[line.index("--chdir") + 1] == "/w/src"
 
 
@@ -93,7 +96,7 @@ def test_cgroups_are_joined_before_the_sandbox_starts() -> None:
     procs = ("/sys/fs/cgroup/pids/x/cgroup.procs", "/sys/fs/cgroup/memory/x/cgroup.procs")
     line = command_line(plan(cgroup_procs=procs))
     assert line[:2] == ["sh", "-c"] and line[3:6] == ["sh", *procs]
-    assert line[6] == "bwrap"
+    assert line[6 : 6 + len(SANDBOX)] == SANDBOX
     script = line[2].splitlines()
     assert script[1:3] == ['echo 0 > "$1"', 'echo 0 > "$2"'] and script[-1] == 'exec "$@"'
 
@@ -101,7 +104,7 @@ def test_cgroups_are_joined_before_the_sandbox_starts() -> None:
 def test_without_cgroups_rlimits_bound_the_run() -> None:
     line = command_line(plan(max_processes=64, max_memory=2**30))
     assert line[:4] == ["prlimit", "--nproc=64", f"--as={2**30}", "--"]
-    assert command_line(plan())[0] == "bwrap"
+    assert command_line(plan())[: len(SANDBOX)] == SANDBOX
 
 
 def test_setup_script_quotes_hostile_paths(tmp_path: Path) -> None:
@@ -117,9 +120,10 @@ def test_setup_script_quotes_hostile_paths(tmp_path: Path) -> None:
 def test_unprivileged_runs_enter_their_holders_namespaces_just_before_the_sandbox() -> None:
     line = command_line(plan(privileged=False, enter=4242, ids=(1001, 1001), cgroup_procs=("/c",),
                              binds=(Bind("/shm/0/mnt", "/home/u"), Bind("/m", "/w/src"))))  # fmt: skip
-    start = line.index("bwrap")
+    start = line.index("bwrap") - len(SNAPSHOT)
     assert line[start - 6 : start] == ["nsenter", "--target=4242", "--user", "--mount",
                                        "--preserve-credentials", "--"]  # fmt: skip
+    assert line[start : start + len(SANDBOX)] == SANDBOX
     assert line[0] == "sh" and line.index("nsenter") > line.index("/c")  # cgroups joined first
     assert flag_values(line, "--uid") == ["1001"]  # not root of the holder's namespace
     assert "nsenter" not in command_line(plan(privileged=False))

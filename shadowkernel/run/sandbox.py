@@ -102,8 +102,14 @@ class Plan:
 
 def command_line(plan: Plan) -> list[str]:
     """argv that starts the run described by `plan`."""
-    sandbox = sandbox_flags(plan) if plan.namespaces else []
+    sandbox = [*SNAPSHOT, *sandbox_flags(plan)] if plan.namespaces else []
     return prefix(plan) + rlimits(plan) + entering(plan) + sandbox + list(plan.argv)
+
+
+# bwrap binds `/` with every mount below it, then remounts each read-only; a mount that goes
+# meanwhile (another shadow's view, a FUSE mount ending) would fail its setup. In a private
+# copy of the mount table, made first, nothing the machine mounts or unmounts reaches it.
+SNAPSHOT = ("unshare", "--mount", "--propagation", "private", "--")
 
 
 def sandbox_flags(plan: Plan) -> list[str]:
