@@ -29,6 +29,8 @@ from pathlib import Path
 import pytest
 from overlay_helpers import FUSE_REASON
 
+from shadowkernel.paths import is_within
+
 ROOT = Path(__file__).resolve().parent.parent
 USER = "skfallback"
 FILES = [
@@ -71,12 +73,16 @@ def child_argv(variant: str, tmp: Path, command: list[str]) -> list[str]:
     inner = ["bwrap", "--dev-bind", "/", "/", "--unshare-user", "--die-with-parent"]
     if variant == "locked":
         inner.append("--disable-userns")
+    user = child_user()
     outer = ["bwrap", "--dev-bind", "/", "/", "--dev", "/dev",
              "--bind", str(tmp), "/tmp", "--die-with-parent"]  # fmt: skip
+    if user is not None:  # root: the checkout shown where the child's user can read it
+        outer = [*readable_checkout(tmp), *outer, "--ro-bind", str(tmp / VIEW), str(ROOT)]
+    elif is_within(str(ROOT), "/tmp"):
+        outer += ["--bind", str(ROOT), str(ROOT)]  # the child's /tmp would hide it
     if variant == "nocap":  # root, /dev/fuse there, but no CAP_SYS_ADMIN to mount anything
         return [*outer, "--dev-bind", "/dev/fuse", "/dev/fuse", "--", "setpriv",
                 "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--", *command]  # fmt: skip
-    user = child_user()
     if user is None:
         return [*outer, *inner[4:], "--", *command]  # a normal user: one bwrap does it all
     hidden = Path(os.path.realpath(sys.executable)).parents
@@ -86,6 +92,24 @@ def child_argv(variant: str, tmp: Path, command: list[str]) -> list[str]:
     drop = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--"]  # fmt: skip
     return [*outer, "--", *drop, *inner, "--", *command]
+
+
+VIEW = "checkout"  # in the child's /tmp folder: where the readable view of the checkout goes
+
+
+def readable_checkout(tmp: Path) -> list[str]:
+    """A prefix mounting, in a private mount namespace the child inherits, a read-only
+    overlayfs view of the checkout whose top folder others may enter: a checkout in a 0700
+    folder (a `mktemp -d` clone) is otherwise out of the child's user's reach. Nothing is
+    mounted on the machine, and the checkout is not changed."""
+    top = tmp / "checkout-top"
+    for folder in (top, tmp / VIEW):
+        folder.mkdir(mode=0o755, exist_ok=True)
+        folder.chmod(0o755)
+    view = f"lowerdir={top}:{ROOT}"
+    script = 'mount -t overlay -o "$1" shadowkernel-checkout "$2" && shift 2 && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh",
+            view, str(tmp / VIEW)]  # fmt: skip
 
 
 @pytest.fixture

@@ -148,3 +148,9 @@ def test_a_tree_watch_sees_names_change_anywhere_in_the_folder(tmp_path: Path) -
         assert watch.changed() and not watch.changed()
     finally:
         watch.close()
+
+
+def test_kept_paths_show_again_over_the_empty_tmpfs_that_covers_them() -> None:
+    line = command_line(plan(tmpfs=("/tmp",), keep=("/tmp/venv",)))
+    at = {tuple(line[i : i + 3]): i for i in range(len(line))}
+    assert at[("--ro-bind", "/tmp/venv", "/tmp/venv")] > at[("--tmpfs", "/tmp", "--ro-bind")]

@@ -270,6 +270,10 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
     hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
               *BUSES]  # fmt: skip
     tmpfs = private_tmpfs(layers)
+    # The interpreter shadowkernel runs on (python=True runs it) stays visible where an empty
+    # tmpfs would cover it: a venv made under /tmp, say.
+    interpreter = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    keep = tuple(sorted(p for p in interpreter if any(is_within(p, t) for t in tmpfs)))
     return Plan(
         argv=tuple(argv),
         cwd=os.path.join(view.root, workdir) if workdir else view.root,
@@ -284,6 +288,7 @@ def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
         ),  # fmt: skip
         tmpfs=tmpfs,
         tmp_size=disk,
+        keep=keep,
     )
 
 

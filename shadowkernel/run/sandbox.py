@@ -98,6 +98,7 @@ class Plan:
     max_memory: int | None = None  # RLIMIT_AS, where no memory cgroup bounds the run
     enter: int | None = None  # pid of the Holder whose namespaces the run enters before bwrap
     ids: tuple[int, int] | None = None  # uid, gid inside (None: root's 0, else the caller's)
+    keep: tuple[str, ...] = ()  # shown read-only again over the empty tmpfs that covers them
 
 
 def command_line(plan: Plan) -> list[str]:
@@ -124,6 +125,8 @@ def sandbox_flags(plan: Plan) -> list[str]:
     flags += PROC_COVERS
     for path in plan.tmpfs:
         flags += ["--size", str(plan.tmp_size), "--tmpfs", path]
+    for path in plan.keep:
+        flags += ["--ro-bind", path, path]
     for bind in plan.binds:
         flags += ["--bind", bind.source, bind.target]
     for path in plan.hide:
