@@ -289,14 +289,35 @@ def as_user(entry: pwd.struct_passwd) -> list[str]:
 
 
 def user_path(code: Path) -> str:
-    """PYTHONPATH for the user's child: a copy of the package, then the venv's libraries."""
-    return os.pathsep.join([str(code), *site.getsitepackages()])
+    """PYTHONPATH for the user's child: a copy of the package, then views of the venv's
+    libraries (see `user_code`)."""
+    views = sorted(str(p) for p in code.parent.glob("site-view-*"))
+    return os.pathsep.join([str(code), *views])
+
+
+def view_libraries(base: Path) -> None:
+    """Read-only overlayfs views of the venv's libraries whose top folder others may enter:
+    the checkout may sit in a 0700 folder (a `mktemp -d` clone) the user cannot cross.
+    Nothing is written there; `unview` unmounts them."""
+    for number, packages in enumerate(site.getsitepackages()):
+        top, view = base / f"site-top-{number}", base / f"site-view-{number}"
+        top.mkdir(mode=0o755)
+        view.mkdir(mode=0o755)
+        subprocess.run(["mount", "-t", "overlay", "-o", f"lowerdir={top}:{packages}",
+                        "shadowkernel-site", str(view)], check=True)  # fmt: skip
+
+
+def unview(base: Path) -> None:
+    for view in base.glob("site-view-*"):
+        subprocess.run(["umount", str(view)], capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def user_code(base: Path) -> Path:
-    """A world-readable copy of the package, checked to import as the user with PYTHON."""
+    """A world-readable copy of the package (and views of its libraries), checked to import
+    as the user with PYTHON."""
     ensure_user()
+    view_libraries(base)
     code = base / "code"
     shutil.copytree(Path(shadowkernel.__file__).parent, code / "shadowkernel",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
@@ -328,6 +349,7 @@ def base() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="sk-sandbox-"))
     folder.chmod(0o755)
     yield folder
+    unview(folder)
     shutil.rmtree(folder, ignore_errors=True)
 
 
