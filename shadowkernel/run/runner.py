@@ -327,24 +327,27 @@ def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: 
     return _Ended(outcome, notes, oom, emptied)
 
 
-# The remount of a submount of `--ro-bind / /` that went meanwhile: ENOENT or EINVAL.
+# The remount of a submount of `--ro-bind / /` that went meanwhile: ENOENT or EINVAL. The
+# private copy of the mount table (sandbox.SNAPSHOT) keeps out the machine's unmounts, but not
+# the removal of a mountpoint's folder, which detaches that mount in every namespace.
 SETUP_RACE = re.compile(r"bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply "
                         r"mount flags: remount ")  # fmt: skip
-# A lost race costs ~3 ms (bwrap fails before the command starts). The test's churn (40 mounts
-# coming and going in a tight loop) beat 5 tries at low load; 20 stay cheap and bounded.
-SETUP_TRIES = 20
+# A lost race costs a few ms (bwrap fails before the command starts), so setups are retried for
+# up to this long: under the test's churn (40 mounts coming and going in a tight loop) most
+# tries lose, and 20 tries in a row were seen to lose; a second of tries is still a bound.
+SETUP_SECONDS = 2.0
 
 
 def _start(plan: Plan, *args: Any, **kwargs: Any) -> Outcome:
     """run_process, again when bwrap lost a race with the machine's mounts: `--ro-bind / /`
     remounts every mount it copied, and one unmounted meanwhile (another shadow's view, a
     FUSE mount ending) fails the setup before the command ever started."""
-    for _ in range(SETUP_TRIES - 1):
+    deadline = time.monotonic() + SETUP_SECONDS
+    while True:
         outcome = run_process(command_line(plan), *args, **kwargs)
         raced = outcome.exit_code == 1 and outcome.stdout.total == 0
-        if not (raced and SETUP_RACE.match(outcome.stderr.text())):
+        if not (raced and SETUP_RACE.match(outcome.stderr.text())) or time.monotonic() > deadline:
             return outcome
-    return run_process(command_line(plan), *args, **kwargs)
 
 
 def _fallback_notes(plan: Plan) -> list[str]:
