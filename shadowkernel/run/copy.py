@@ -53,7 +53,7 @@ import pathspec
 
 from ..errors import RunError
 from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, lower_source
-from ..paths import ROOT, RelPath, join, parent, rel
+from ..paths import ROOT, RelPath, is_within, join, parent, rel
 from . import capabilities
 from .layers import Layers
 from .result import RunResult
@@ -190,7 +190,7 @@ def _copy_parent(source: str, files: Sequence[RelPath]) -> str:
         choice = shm
     else:
         choice = temp
-    if choice.startswith(source.rstrip("/") + "/"):
+    if is_within(choice, source):
         raise RunError(f"the temporary directory {choice} lies inside the project; set TMPDIR "
                        "to a folder outside it")  # fmt: skip
     return choice
@@ -305,7 +305,7 @@ def _apply(root: str, source: str, path: RelPath, override: Override) -> None:
 
 def _check_inside(root: str, path: RelPath) -> None:
     above = os.path.realpath(os.path.join(root, parent(path)))
-    if above != root and not above.startswith(root + "/"):
+    if not is_within(above, root):
         raise RunError(f"{path!r}: the branch changes a file inside a linked environment "
                        f"({above}); a copy cannot hold it without a mount")  # fmt: skip
 
