@@ -737,6 +737,70 @@ def ctime_changes(root: Path) -> object:
     }
 
 
+@scenario
+def directory_times_follow_entries(root: Path) -> object:
+    """Making or removing an entry moves its directory's mtime and ctime (pjdfstest checks
+    this after every create, mkdir, mknod, link, symlink, unlink, rmdir and rename)."""
+    (root / "made").mkdir()
+    (root / "docs/old").write_text("o")
+    (root / "docs/gone").mkdir()
+
+    def moves(directories: list[Path], action: Callable[[], object]) -> list[tuple[bool, bool]]:
+        before = [(d.stat().st_mtime_ns, d.stat().st_ctime_ns) for d in directories]
+        latest = max(t for pair in before for t in pair)
+        wait_for(lambda: time.clock_gettime_ns(CLOCK_REALTIME_COARSE) > latest, 5, "a clock tick")
+        action()
+        return [(d.stat().st_mtime_ns > m, d.stat().st_ctime_ns > c)
+                for d, (m, c) in zip(directories, before, strict=True)]  # fmt: skip
+
+    docs, made = root / "docs", root / "made"
+    return {
+        "create in a folder directory": moves([docs], lambda: (docs / "new").write_text("n")),
+        "create at the root": moves([root], lambda: (root / "top").write_text("t")),
+        "create in a new directory": moves([made], lambda: (made / "f").write_text("f")),
+        "mkdir": moves([docs], lambda: (docs / "sub").mkdir()),
+        "mkfifo": moves([docs], lambda: os.mkfifo(docs / "fifo")),
+        "symlink": moves([docs], lambda: os.symlink("new", docs / "link")),
+        "link": moves([docs], lambda: os.link(docs / "new", docs / "new2")),
+        "unlink": moves([docs], lambda: os.unlink(docs / "old")),
+        "rmdir": moves([docs], lambda: os.rmdir(docs / "gone")),
+        "rename within": moves([docs], lambda: os.rename(docs / "new", docs / "renamed")),
+        "rename across": moves([docs, made], lambda: os.rename(docs / "new2", made / "moved")),
+        "write leaves it": moves([docs], lambda: (docs / "renamed").write_text("w")),
+    }
+
+
+@scenario
+def dot_entries_are_listed(root: Path) -> object:
+    """Every directory lists "." and ".." (what `ls -a` shows), a new one too."""
+    (root / "made/sub").mkdir(parents=True)
+
+    def names(directory: Path) -> list[str]:
+        out = subprocess.run(["ls", "-a1", str(directory)], capture_output=True, text=True)
+        return out.stdout.split()
+
+    return {name: names(root / name) for name in ("", "docs", "made", "made/sub")}
+
+
+@scenario
+def huge_sparse_truncates(root: Path) -> object:
+    """A size past any write is a hole that reads as zeros and costs nothing, up to sizes
+    no disk holds (pjdfstest's 999,999,999,999,999 bytes)."""
+    path = root / "sparse"
+    path.write_bytes(b"head")
+    out: list[object] = []
+    for size in (2 * 2**30, 999_999_999_999_999, 2 * 2**30, 6):
+        out.append(attempt(lambda size=size: os.truncate(path, size) or path.stat().st_size))
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - 3))
+            out.append(f.read(8))
+    with open(path, "r+b") as f:
+        f.seek(2**20)
+        f.write(b"far")
+    out += [path.stat().st_size, path.read_bytes()[:6], path.read_bytes()[-3:]]
+    return out
+
+
 # -- legitimate differences -----------------------------------------------------------------------
 
 

@@ -156,7 +156,8 @@ class ShadowOperations(pyfuse3.Operations):
         for offset, name, ino, st in self.tree.readdir(fh, start_id):
             if not pyfuse3.readdir_reply(token, os.fsencode(name), _entry(ino, st), offset):
                 return
-            self.tree.counted(ino)
+            if name not in (".", ".."):  # readdirplus takes no reference for these
+                self.tree.counted(ino)
 
     async def releasedir(self, fh: int) -> None:
         return None

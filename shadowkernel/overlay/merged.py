@@ -28,6 +28,10 @@ class Merged:
         self.lower = lower
         self.layer = layer
         self.owner = owner  # of every entry the shadow makes
+        # When programs last made or removed an entry in a directory (its new mtime and
+        # ctime). Not an override: a version holds files, not its directories' times, so a
+        # touched directory is no change to collect, keep or switch; activation clears it.
+        self.entry_times: dict[RelPath, int] = {}
 
     def stat(self, path: RelPath) -> Stat | None:
         override = self.layer.get(path)
@@ -35,7 +39,13 @@ class Merged:
             return self.of_override(override, path)
         source = self.layer.source(path)
         st = None if source is None else self.lower.lstat(source)
-        return None if st is None else self._of_lower(path, st)
+        return None if st is None else self._timed(path, self._of_lower(path, st))
+
+    def _timed(self, path: RelPath, st: Stat) -> Stat:
+        when = self.entry_times.get(path)
+        if when is None or when <= max(st.mtime_ns, st.ctime_ns):
+            return st
+        return replace(st, mtime_ns=when, ctime_ns=when)
 
     def _of_lower(self, path: RelPath, st: os.stat_result) -> Stat:
         shown = attributes.from_lstat(st)
@@ -47,9 +57,10 @@ class Merged:
 
     def of_override(self, override: Override, path: RelPath | None = None) -> Stat | None:
         """What `override` shows at `path` (None: an orphan's, which has no place)."""
-        return attributes.of_override(
+        st = attributes.of_override(
             override, self.owner, self._lower_size, self._nlink(override, path)
         )
+        return st if st is None or path is None else self._timed(path, st)
 
     def _nlink(self, override: Override, path: RelPath | None) -> int | None:
         """Names of a file; for a directory, as overlayfs counts: 1 when merged with a lower
@@ -71,9 +82,11 @@ class Merged:
         own = self.layer.children(path)
         for name, lower_st in listing:
             if name not in own:
-                yield name, self._of_lower(join(path, name), lower_st)
+                child = join(path, name)
+                yield name, self._timed(child, self._of_lower(child, lower_st))
         for name in sorted(own):
-            st = self.of_override(self.layer.entries[join(path, name)], join(path, name))
+            child = join(path, name)
+            st = self.of_override(self.layer.entries[child], child)
             if st is not None:
                 yield name, st
 

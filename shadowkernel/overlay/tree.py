@@ -101,7 +101,15 @@ class Tree:
             self._detach(path)
         self.layer.show(manifest, changed)
         self.contents.keep_open(o for o in changes.values() if o is not None)
-        return invalidation
+        return self._forget_entry_times(invalidation)
+
+    def _forget_entry_times(self, invalidation: Invalidation) -> Invalidation:
+        """Directories whose entries programs changed show their own times again; the kernel
+        forgets the times it cached for them (as many as there were writes)."""
+        known = self.inodes.ino_of
+        touched = [known[path] for path in self.merged.entry_times if path in known]
+        self.merged.entry_times.clear()
+        return replace(invalidation, inodes=tuple(dict.fromkeys((*invalidation.inodes, *touched))))
 
     def collect(self) -> dict[RelPath, Override | None]:
         """What programs changed since activation: path -> frozen override, None = reverted."""
@@ -177,7 +185,8 @@ class Tree:
     # -- directories -----------------------------------------------------------------------
 
     def readdir(self, ino: int, start: int) -> Iterator[tuple[int, str, int, Stat]]:
-        """(next offset, name, inode, attributes) from `start`; the caller counts lookups.
+        """(next offset, name, inode, attributes) from `start`, "." and ".." first; the
+        caller counts lookups (the kernel takes none for the two dots).
 
         A listing is taken when a read starts at offset 0 and served from there, so one
         read of a directory sees one state; it is dropped when the read passes its end."""
@@ -185,7 +194,10 @@ class Tree:
         def take() -> list[tuple[str, int, Stat]]:
             path = self.inodes.dir_path(ino)
             self.watch(path)
-            return [(name, self._ino(join(path, name)), st) for name, st in self.merged.list(path)]
+            up = parent(path) if path else ROOT  # the root's ".." is itself, as at a mount
+            dots = [(".", ino, self.getattr(ino)), ("..", self._ino(up), self.merged.stat(up))]
+            entries = [(n, self._ino(join(path, n)), st) for n, st in self.merged.list(path)]
+            return [(n, i, st) for n, i, st in dots if st is not None] + entries
 
         listing = self.inodes.listing(ino, start, take)
         for offset, (name, entry_ino, st) in enumerate(listing[start:], start + 1):
@@ -196,6 +208,7 @@ class Tree:
         path, directory, uid, gid = self._new_entry(parent_ino, name, caller)
         mode = metadata.new_dir_mode(mode, directory)
         self.layer.set(path, Dir(mode=mode, mtime_ns=time.time_ns(), uid=uid, gid=gid))
+        self._entries_changed(parent_ino)
         return self.lookup(parent_ino, name)
 
     def rmdir(self, parent_ino: int, name: str) -> None:
@@ -205,6 +218,7 @@ class Tree:
         if not self.merged.is_empty_dir(path):
             raise fail(errno.ENOTEMPTY)
         self._remove(path)
+        self._entries_changed(parent_ino)
 
     # -- files -----------------------------------------------------------------------------
 
@@ -214,12 +228,14 @@ class Tree:
         content = Buffer(self.store)
         self.layer.set(path, File(content, None, stat.S_IMODE(mode), time.time_ns(), uid=uid,  # type: ignore[arg-type]
                                   gid=gid))  # fmt: skip
+        self._entries_changed(parent_ino)
         return self.lookup(parent_ino, name)
 
     def symlink(self, parent_ino: int, name: str, target: bytes,
                 caller: Owner | None = None) -> tuple[int, Stat]:  # fmt: skip
         path, _, uid, gid = self._new_entry(parent_ino, name, caller)
         self.layer.set(path, Symlink(target, time.time_ns(), uid=uid, gid=gid))
+        self._entries_changed(parent_ino)
         return self.lookup(parent_ino, name)
 
     def mknod(self, parent_ino: int, name: str, mode: int, rdev: int,
@@ -230,6 +246,7 @@ class Tree:
         kind = metadata.special_mode(mode, rdev)
         path, _, uid, gid = self._new_entry(parent_ino, name, caller)
         self.layer.set(path, Special(kind, rdev, time.time_ns(), uid=uid, gid=gid))
+        self._entries_changed(parent_ino)
         return self.lookup(parent_ino, name)
 
     def link(self, ino: int, parent_ino: int, name: str) -> tuple[int, Stat]:
@@ -248,6 +265,7 @@ class Tree:
         self.layer.set_all(source, linked)
         self.layer.set(path, linked)
         self.inodes.alias(path, ino)
+        self._entries_changed(parent_ino)
         return self.lookup(parent_ino, name)
 
     def unlink(self, parent_ino: int, name: str) -> None:
@@ -255,6 +273,7 @@ class Tree:
         if stat.S_ISDIR(st.mode):
             raise fail(errno.EISDIR)
         self._remove(path)
+        self._entries_changed(parent_ino)
 
     def open(self, ino: int, truncate: bool = False) -> None:
         """Check that `ino` can be read (only without the no-open patch: the kernel asks)."""
@@ -285,6 +304,14 @@ class Tree:
     def rename(
         self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int
     ) -> None:
+        if self._rename(old_parent, old_name, new_parent, new_name, flags):
+            for directory in {old_parent, new_parent}:
+                self._entries_changed(directory)
+
+    def _rename(
+        self, old_parent: int, old_name: str, new_parent: int, new_name: str, flags: int
+    ) -> bool:
+        """Rename; False when nothing changed (a name renamed onto itself or its link)."""
         old, old_st = self._existing(old_parent, old_name)
         new = join(self.inodes.dir_path(new_parent), new_name)
         new_st = self.merged.stat(new)
@@ -295,9 +322,10 @@ class Tree:
         if flags & RENAME_EXCHANGE:
             if new_st is None:
                 raise fail(errno.ENOENT)
-            return self._exchange(old, new)
+            self._exchange(old, new)
+            return True
         if old == new or self.layer.same_inode(old, new):
-            return
+            return False
         if is_within(new, old):
             raise fail(errno.EINVAL)
         if new_st is not None:
@@ -311,6 +339,7 @@ class Tree:
         self.inodes.move(old, new, stat.S_ISDIR(old_st.mode))
         for rel, override in moved.items():
             self.layer.set(rebase(rel, old, new), override)
+        return True
 
     def _exchange(self, a: RelPath, b: RelPath) -> None:
         if is_within(a, b) or is_within(b, a):
@@ -415,6 +444,13 @@ class Tree:
         _, override = self._node(ino)
         if isinstance(override, File):
             self._put(ino, metadata.written(override, time.time_ns()))
+
+    def _entries_changed(self, directory_ino: int) -> None:
+        """A directory gained or lost an entry: its mtime and ctime move, as on any local
+        filesystem. Kept beside the manifest, not in it (see Merged.entry_times)."""
+        path = self.inodes.path_of.get(directory_ino)
+        if path is not None:
+            self.merged.entry_times[path] = time.time_ns()
 
     def _put(self, ino: int, override: Override) -> None:
         path = self.inodes.path_of.get(ino)
