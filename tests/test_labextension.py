@@ -49,6 +49,20 @@ def test_typescript_unit_tests_pass() -> None:
     assert int(passed.group(1)) >= 20, f"expected the whole suite to run:\n{output}"
 
 
+def test_jupyterlab_lists_the_extension_as_compatible() -> None:
+    """`jupyter labextension list` marks an extension whose @jupyterlab/* ranges exclude the
+    installed JupyterLab's packages with X ("not compatible"); ours must say OK."""
+    if not (BUILT / "package.json").exists():
+        pytest.skip("shadowkernel/labextension is not built (bash .ci/setup builds it)")
+    jupyter = Path(sys.executable).with_name("jupyter")
+    listing = subprocess.run([str(jupyter), "labextension", "list", "--verbose"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    output = listing.stdout + listing.stderr
+    line = next((x for x in output.splitlines() if "shadowkernel-timeline" in x), "")
+    assert re.search(r"enabled\s+.*OK", line), f"not listed as enabled and OK:\n{output}"
+    assert "not compatible" not in output, output
+
+
 def test_built_extension_matches_the_source_version() -> None:
     """The build the wheel ships (and the dev venv links) is of this package.json."""
     built = BUILT / "package.json"

@@ -154,6 +154,9 @@ class HoverText(str):
     def _repr_markdown_(self) -> str:
         return hover_markdown(str(self)) or "*no hover information here*"
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self) or "no hover information here")
+
 
 # A line of only dashes or equals signs: servers (jedi, pylsp) mean a separator under the
 # signature, but right below a line of text CommonMark reads it as a setext heading.
@@ -173,9 +176,6 @@ def hover_markdown(text: str) -> str:
             line = "---"
         out.append(line)
     return "\n".join(out)
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(str(self) or "no hover information here")
 
 
 # -- registration -------------------------------------------------------------------------------

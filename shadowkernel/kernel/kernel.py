@@ -9,12 +9,15 @@ unmounted), before ipykernel terminates whatever children are left.
 from __future__ import annotations
 
 import asyncio
+from importlib.metadata import version
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
 
-from .. import __version__
 from .extension import load_ipython_extension, session_of
+
+
+__version__ = version("shadowkernel")  # from the installed metadata, not the package root above
 
 
 class ShadowKernel(IPythonKernel):

@@ -127,10 +127,6 @@ class RunCgroup:
                         optional=True)  # fmt: skip
 
     @property
-    def bounds(self) -> frozenset[str]:
-        return frozenset(self.paths)
-
-    @property
     def procs_files(self) -> tuple[str, ...]:
         return tuple(os.path.join(p, "cgroup.procs") for p in dict.fromkeys(self.paths.values()))
 
