@@ -1,0 +1,141 @@
+"""Merges equal git's: `text.merge.merge_file` and `ws.merge_check` against `git merge-file -p`
+over real files (more-itertools' sources) and seeded random edit pairs."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from overlay_helpers import needs_fuse
+
+import shadowkernel as sk
+from shadowkernel.evals import pypi
+from shadowkernel.text import merge
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+LABELS = ("a", "base", "b")
+CASES = 400
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    top = pypi.unpack("more-itertools", "11.2.1", tmp_path_factory.mktemp("sdist"))
+    files = sorted(top.rglob("*.py")) + sorted(top.rglob("*.rst"))
+    return [f.read_bytes() for f in files if 200 < f.stat().st_size]
+
+
+def edited(rng: random.Random, lines: list[bytes], around: int) -> list[bytes]:
+    """`lines` with 1 to 4 edits (replace, delete, insert, duplicate a nearby line), each near
+    `around` half the time, so both sides of a pair often touch neighbouring lines."""
+    out = list(lines)
+    for _ in range(rng.randint(1, 4)):
+        near = rng.random() < 0.5
+        at = min(max(around + rng.randint(-4, 4), 0), len(out)) if near else rng.randint(0, len(out))
+        size = rng.choice([0, 1, 1, 2, 3])
+        kind = rng.choice(["replace", "delete", "insert", "blank", "copy"])
+        if kind == "replace":
+            out[at : at + size] = [b"# edit %d\n" % rng.randint(0, 9) for _ in range(size)]
+        elif kind == "delete":
+            del out[at : at + size]
+        elif kind == "insert":
+            out[at:at] = [b"new_line = %d\n" % rng.randint(0, 3) for _ in range(size + 1)]
+        elif kind == "blank":
+            out[at:at] = [b"\n"]
+        elif out:
+            out[at:at] = [out[min(at, len(out) - 1)]]  # a repeated line: diffs may align it two ways
+    return out
+
+
+def case(rng: random.Random, sources: list[bytes]) -> tuple[bytes, bytes, bytes]:
+    lines = rng.choice(sources).splitlines(keepends=True)
+    start = rng.randint(0, max(len(lines) - 60, 0))
+    base = lines[start : start + rng.randint(5, 60)]
+    around = rng.randint(0, len(base))
+    ours, theirs = edited(rng, base, around), edited(rng, base, around)
+    if rng.random() < 0.1:
+        theirs = list(ours)  # the same change on both sides
+    if rng.random() < 0.1 and ours:
+        ours[-1] = ours[-1].rstrip(b"\n")  # no newline at the end of one side
+    return b"".join(base), b"".join(ours), b"".join(theirs)
+
+
+def git_reference(tmp: Path, base: bytes, ours: bytes, theirs: bytes) -> tuple[bytes, int]:
+    """What `git merge-file -p -L a -L base -L b` makes of the three, with no user config."""
+    for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+        (tmp / name).write_bytes(data)
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    labels = [arg for label in LABELS for arg in ("-L", label)]
+    done = subprocess.run(["git", "merge-file", "-p", *labels, "ours", "base", "theirs"],
+                          cwd=tmp, env=env, capture_output=True, check=False)  # fmt: skip
+    assert 0 <= done.returncode < 128, done.stderr
+    return done.stdout, done.returncode
+
+
+def cases(sources: list[bytes], n: int, seed: int) -> Iterator[tuple[bytes, bytes, bytes]]:
+    rng = random.Random(seed)
+    for _ in range(n):
+        yield case(rng, sources)
+
+
+def test_merge_file_equals_git_merge_file(sources: list[bytes], tmp_path: Path) -> None:
+    conflicted = 0
+    for i, (base, ours, theirs) in enumerate(cases(sources, CASES, seed=21)):
+        expected, conflicts = git_reference(tmp_path, base, ours, theirs)
+        got = merge.merge_file(base, ours, theirs, LABELS)
+        assert got is not None and got.by == "git"
+        assert (got.data, got.conflicts) == (expected, conflicts), f"case {i}"
+        conflicted += conflicts > 0
+    assert CASES // 5 < conflicted < CASES * 4 // 5  # both kinds, in numbers
+
+
+def test_the_pure_fallback_beside_git(sources: list[bytes], tmp_path: Path) -> None:
+    """Without git, the pure merge: it keeps every hunk and conflicts where git does in most
+    cases; where it differs is counted here (module docstring of text.merge says why)."""
+    same_text = same_conflict = clean_both = 0
+    for base, ours, theirs in cases(sources, CASES, seed=21):
+        expected, conflicts = git_reference(tmp_path, base, ours, theirs)
+        texts = [d.decode() for d in (base, ours, theirs)]
+        got = merge.merge3(*texts, labels=LABELS)
+        same_text += got.marked.encode() == expected
+        same_conflict += (len(got.conflicts) > 0) == (conflicts > 0)
+        clean_both += got.clean and conflicts == 0
+    print(f"pure merge vs git over {CASES}: same text {same_text}, same conflict verdict "
+          f"{same_conflict}, clean in both {clean_both}")
+    assert same_conflict >= CASES * 0.9
+
+
+@needs_fuse
+@pytest.mark.timeout(300)
+def test_merge_check_equals_git_per_file(sources: list[bytes], tmp_path: Path) -> None:
+    """Through real branches: each merged file's bytes and the conflict list equal git's."""
+    rng = random.Random(7)
+    root = tmp_path / "project"
+    root.mkdir()
+    pairs = []
+    for n in range(12):
+        files = {f"f{n}_{k}.py": case(rng, sources) for k in range(10)}
+        for name, (base, _, _) in files.items():
+            (root / name).write_bytes(base)
+        pairs.append(files)
+    with sk.Workspace(root, servers=[]) as ws:
+        for n, files in enumerate(pairs):
+            a, b = ws.branch("a"), ws.branch("b")
+            for name, (_, ours, theirs) in files.items():
+                a.write_bytes(name, ours)
+                b.write_bytes(name, theirs)
+            merged = ws.merge_check(a, b, name=f"m{n}")
+            expected_conflicts = []
+            for name, (base, ours, theirs) in files.items():
+                expected, conflicts = git_reference(tmp_path, base, ours, theirs)
+                assert merged.read_bytes(name) == expected, name
+                if conflicts:
+                    expected_conflicts.append(name)
+            assert list(merged.conflicts) == sorted(expected_conflicts)
+            for branch in (a, b, merged):
+                branch.drop()
