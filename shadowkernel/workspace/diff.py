@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 
 from ..paths import RelPath
 from ..text.patches import render_diff
@@ -30,12 +29,13 @@ class Diff(str):
 def version_diff(
     files: Mapping[RelPath, bytes | None],
     bases: Mapping[RelPath, bytes | None],
-    modes: Mapping[RelPath, int] = MappingProxyType({}),
-    base_modes: Mapping[RelPath, int] = MappingProxyType({}),
+    modes: Mapping[RelPath, int] | None = None,
+    base_modes: Mapping[RelPath, int] | None = None,
     scratch: Sequence[Entry] = (),
 ) -> Diff:
     """Every touched path of a version against its base (None: absent on that side), with
     git's mode lines; then, when given, what runs left in the branch's scratch layer."""
+    modes, base_modes = modes or {}, base_modes or {}
     text = "".join(
         render_diff(p, bases.get(p), files[p], old_mode=base_modes.get(p),
                     new_mode=modes.get(p, base_modes.get(p)))

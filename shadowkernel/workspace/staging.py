@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..errors import StagingError
@@ -35,7 +35,7 @@ class Version:
     op: str  # what made it: "fork", "write pkg/mod.py", "patch (2 files)", ...
     # the mode of each touched path whose mode the branch set (else its base's mode);
     # LINK: a symlink whose target is the path's bytes
-    modes: Mapping[RelPath, int] = MappingProxyType({})
+    modes: Mapping[RelPath, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def n_files(n: int) -> str:
