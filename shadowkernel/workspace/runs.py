@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ShadowError
-from ..overlay.store import File, Override
+from ..overlay.store import Dir, File, Override
 from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane
@@ -61,8 +61,7 @@ async def run(branch: Branch, cmd: str | list[str], timeout: float, network: boo
         kept, refused = stage_kept(branch, result.written)
         notes = [f"kept as version {kept}"] if kept is not None else []
         if refused:
-            notes.append(f"not kept (protected; they stay in the run's scratch): "
-                         f"{', '.join(refused)}")  # fmt: skip
+            notes.append(refused_note(refused))
         result = dataclasses.replace(result, notes=(*result.notes, *notes))
     return result
 
@@ -75,18 +74,26 @@ def stage_kept(
     with branch._lock:
         version = branch._versions[-1]
         rules = scratch.ignore_rules(lambda p: _file_bytes(branch, version, p), written)
-        data, modes = scratch.kept(written, rules, lambda f: _override_bytes(branch, f))
         protection = branch.workspace.protection
-        allowed, refused = protection.allowed(data)
-        links = [p for p in allowed if modes.get(p) == LINK
+        allowed, refused = protection.allowed(p for p, o in written.items()
+                                              if not isinstance(o, Dir))  # fmt: skip
+        data, modes = scratch.kept({p: written[p] for p in allowed}, rules,
+                                   lambda f: _override_bytes(branch, f))  # fmt: skip
+        links = [p for p in data if modes.get(p) == LINK
                  and protection.link_reason(p, data[p] or b"") is not None]  # fmt: skip
-        allowed, refused = [p for p in allowed if p not in links], sorted([*refused, *links])
+        allowed, refused = [p for p in data if p not in links], sorted([*refused, *links])
         data = {p: data[p] for p in allowed
                 if data[p] is not None or _file_bytes(branch, version, p) is not None}  # fmt: skip
         if not data:
             return None, refused
         modes = {p: m for p, m in modes.items() if p in data}
         return branch._stage(data, f"run kept ({n_files(len(data))})", modes), refused
+
+
+def refused_note(paths: list[RelPath], shown: int = 10) -> str:
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return (f"not kept: {n_files(len(paths))} in version-control metadata, protect= globs or "
+            f"links to them (they stay in the run's scratch): {', '.join(paths[:shown])}{more}")
 
 
 def _file_bytes(branch: Branch, version: Version, path: RelPath) -> bytes | None:
