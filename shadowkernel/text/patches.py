@@ -298,9 +298,11 @@ def render_diff(
 ) -> str:
     """One file's diff in git's form (a/, b/, /dev/null, mode lines, `Binary files ... differ`
     with the sizes), '' when content and mode are equal. Modes default to 0644."""
-    header = _git_header(path, old, new, old_mode or 0o644, new_mode or 0o644)
-    if old == new:
-        return header if "mode" in header else ""
+    was, now = old_mode or 0o644, new_mode or 0o644
+    if old == new:  # a change of mode alone, or nothing
+        same = old is None or git_mode(was) == git_mode(now)
+        return "" if same else _git_header(path, old, new, was, now)
+    header = _git_header(path, old, new, was, now)
     a = "/dev/null" if old is None else f"a/{path}"
     b = "/dev/null" if new is None else f"b/{path}"
     old_text, new_text = _text(old), _text(new)
