@@ -27,7 +27,7 @@ CASES = 400
 def sources(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     top = pypi.unpack("more-itertools", "11.2.1", tmp_path_factory.mktemp("sdist"))
     files = sorted(top.rglob("*.py")) + sorted(top.rglob("*.rst"))
-    return [f.read_bytes() for f in files if 200 < f.stat().st_size]
+    return [f.read_bytes() for f in files if f.stat().st_size > 200]
 
 
 def edited(rng: random.Random, lines: list[bytes], around: int) -> list[bytes]:
@@ -36,7 +36,8 @@ def edited(rng: random.Random, lines: list[bytes], around: int) -> list[bytes]:
     out = list(lines)
     for _ in range(rng.randint(1, 4)):
         near = rng.random() < 0.5
-        at = min(max(around + rng.randint(-4, 4), 0), len(out)) if near else rng.randint(0, len(out))
+        at = around + rng.randint(-4, 4) if near else rng.randint(0, len(out))
+        at = min(max(at, 0), len(out))
         size = rng.choice([0, 1, 1, 2, 3])
         kind = rng.choice(["replace", "delete", "insert", "blank", "copy"])
         if kind == "replace":
@@ -48,7 +49,7 @@ def edited(rng: random.Random, lines: list[bytes], around: int) -> list[bytes]:
         elif kind == "blank":
             out[at:at] = [b"\n"]
         elif out:
-            out[at:at] = [out[min(at, len(out) - 1)]]  # a repeated line: diffs may align it two ways
+            out[at:at] = [out[min(at, len(out) - 1)]]  # a repeated line: two ways to align it
     return out
 
 

@@ -117,7 +117,8 @@ def test_mode_lines_render_parse_and_apply() -> None:
 
 def test_binary_diffs_say_sizes_and_binary_patches_are_refused() -> None:
     assert render_diff("x.bin", b"\0ab", b"\0abc") == (
-        "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ (3 bytes -> 4 bytes)\n")
+        "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ (3 bytes -> 4 bytes)\n"
+    )
     with pytest.raises(StagingError, match="binary patch"):
         parse_patch("diff --git a/x b/x\nindex 1..2 100644\nGIT binary patch\nliteral 1\n")
     with pytest.raises(StagingError, match="mode 040000"):

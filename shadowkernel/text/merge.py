@@ -113,7 +113,10 @@ def _conflict(mine: linediff.Hunk, yours: linediff.Hunk) -> Entry:
     """The conflict spanning two overlapping hunks, on all three files."""
     (b1, o1, nb1, no1), (b2, t2, nb2, nt2) = mine, yours
     start_shift, end_shift = b1 - b2, b1 + nb1 - b2 - nb2
-    base, ours, theirs = (b2, o1 - start_shift, t2) if start_shift > 0 else (b1, o1, t2 + start_shift)
+    if start_shift > 0:
+        base, ours, theirs = b2, o1 - start_shift, t2
+    else:
+        base, ours, theirs = b1, o1, t2 + start_shift
     base_n, ours_n, theirs_n = b1 + nb1 - base, o1 + no1 - ours, t2 + nt2 - theirs
     if end_shift < 0:
         base_n, ours_n = base_n - end_shift, ours_n - end_shift
@@ -184,9 +187,9 @@ def _render(entries: list[Entry], b: list[str], o: list[str], t: list[str],
         out += o[done : e.ours]
         if e.mode == CONFLICT:
             newline = "\r\n" if _needs_cr(b, o, t, e) else "\n"
-            out += [f"<<<<<<< {labels[0]}{newline}", *_ended(o[e.ours : e.ours + e.ours_n], newline),
-                    f"======={newline}", *_ended(t[e.theirs : e.theirs + e.theirs_n], newline),
-                    f">>>>>>> {labels[2]}{newline}"]  # fmt: skip
+            mine, yours = o[e.ours : e.ours + e.ours_n], t[e.theirs : e.theirs + e.theirs_n]
+            out += [f"<<<<<<< {labels[0]}{newline}", *_ended(mine, newline), f"======={newline}",
+                    *_ended(yours, newline), f">>>>>>> {labels[2]}{newline}"]  # fmt: skip
         elif e.mode == OURS:
             out += o[e.ours : e.ours + e.ours_n]
         else:
@@ -234,8 +237,8 @@ def merge_file(base: bytes, ours: bytes, theirs: bytes, labels: Labels) -> FileM
     git = git_executable()
     if git is not None:
         return git_merge_file(git, base, ours, theirs, labels)
-    texts = [d.decode("utf-8", "surrogateescape") for d in (base, ours, theirs)]
-    result = merge3(*texts, labels=labels)
+    a, b, c = (d.decode("utf-8", "surrogateescape") for d in (base, ours, theirs))
+    result = merge3(a, b, c, labels)
     return FileMerge(result.marked.encode("utf-8", "surrogateescape"), len(result.conflicts),
                      "python")  # fmt: skip
 

@@ -63,7 +63,8 @@ _NAME_RULES: tuple[tuple[str, Callable[[str, list[str]], bool]], ...] = (
     ("it may not contain '@{'", lambda n, _: "@{" in n),
     ("it may not start or end with '/', or contain '//'", lambda _, parts: "" in parts),
     ("no part of it may start with '.'", lambda _, parts: any(p.startswith(".") for p in parts)),
-    ("no part of it may end with '.lock'", lambda _, parts: any(p.endswith(".lock") for p in parts)),
+    ("no part of it may end with '.lock'",
+     lambda _, parts: any(p.endswith(".lock") for p in parts)),
     ("it may not end with '.'", lambda n, _: n.endswith(".")),
 )  # fmt: skip
 

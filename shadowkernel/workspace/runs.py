@@ -92,8 +92,9 @@ def stage_kept(
 
 def refused_note(paths: list[RelPath], shown: int = 10) -> str:
     more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    listed = ", ".join(paths[:shown])
     return (f"not kept: {n_files(len(paths))} in version-control metadata, protect= globs or "
-            f"links to them (they stay in the run's scratch): {', '.join(paths[:shown])}{more}")
+            f"links to them (they stay in the run's scratch): {listed}{more}")  # fmt: skip
 
 
 def _file_bytes(branch: Branch, version: Version, path: RelPath) -> bytes | None:
