@@ -143,3 +143,14 @@ def test_scratch_lists_what_runs_wrote_without_keep(ws: sk.Workspace) -> None:
     assert "# scratch" not in a.diff()  # diff() alone is what accept writes
     a.write("note.txt", "staged\n")  # staging a path takes it out of the scratch layer
     assert "note.txt" not in {e.path for e in a.scratch()}
+
+
+def test_a_run_replacing_a_user_symlink_by_a_file(ws: sk.Workspace, repo: Path) -> None:
+    (repo / "latest").symlink_to("pkg/mod.py")
+    a = ws.branch("a")
+    assert a.run("rm latest && echo plain > latest", keep=True).ok
+    assert a.mode("latest") == 0o644 and a.bases["latest"] == b"pkg/mod.py"
+    assert "old mode 120000\nnew mode 100644\n" in a.diff()
+    a.accept()
+    assert not (repo / "latest").is_symlink() and (repo / "latest").read_text() == "plain\n"
+    assert (repo / "pkg/mod.py").read_text() == MOD  # written in place of the link, not through

@@ -219,7 +219,7 @@ class Branch:
             protection.check_links({p: d for p, d in data.items()
                                     if modes.get(p) == LINK and d is not None}, op)  # fmt: skip
             folder = self.workspace.folder
-            bases = {p: folder.read(p) for p in data if p not in self._bases}
+            bases = {p: folder.entry(p) for p in data if p not in self._bases}
             current = self._versions[-1]
             new_modes = {p: m for p, m in current.modes.items() if data.get(p, b"") is not None}
             new_modes.update(modes)
@@ -390,9 +390,10 @@ class Branch:
             keep: bool = False, **options: Any) -> RunResult:  # fmt: skip
         """Run a command inside the shadow at this branch's version (plus what earlier runs
         wrote). What the run writes stays in the branch's scratch layer: later runs see it,
-        lints, diff() and accept() do not; with `keep=True` what it wrote under the project
-        (text files and deletions, less .gitignore'd paths and the usual caches) becomes the
-        branch's next version instead. `options` go to `run_in_shadow` (python=True runs `cmd`
+        lints and accept() do not (`scratch()` and `diff(scratch=True)` list it); with
+        `keep=True` what it wrote under the project (files with their modes, symlinks and
+        deletions, less .gitignore'd paths, the usual caches and protected paths, which the
+        result's notes list) becomes the branch's next version instead. `options` go to `run_in_shadow` (python=True runs `cmd`
         as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt in
         the caller, or setting the `cancel` event, kills the run and all its processes."""
         cancel = options.setdefault("cancel", threading.Event())

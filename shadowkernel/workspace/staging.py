@@ -116,7 +116,11 @@ def base_snapshot(
         if base is None:
             manifest[path] = WHITEOUT
             continue
-        manifest[path] = File(base_blob(path, base), None, modes.get(path, DEFAULT_MODE), 0)
+        mode = modes.get(path, DEFAULT_MODE)
+        if mode == LINK:
+            manifest[path] = Symlink(base)
+            continue
+        manifest[path] = File(base_blob(path, base), None, mode, 0)
         with contextlib.suppress(StagingError):
             documents[path] = decode(base, path)
     key = ("base", tuple((p, digest(bases[p])) for p in sorted(bases)))
