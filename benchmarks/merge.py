@@ -39,31 +39,30 @@ def whole_file(rng: random.Random, sources: list[bytes]) -> tuple[bytes, bytes, 
     return b"".join(lines), sides[0], sides[1]
 
 
-def timed(run: object) -> tuple[float, object]:
-    start = time.perf_counter()
-    result = run()  # type: ignore[operator]
-    return time.perf_counter() - start, result
+def one(base: bytes, ours: bytes, theirs: bytes, pure_first: bool) -> tuple[float, float, bool]:
+    """(git seconds, pure seconds, whether their outputs are identical) for one case."""
+    git = merge.git_executable()
+    assert git is not None, "needs git"
+    texts = [d.decode("utf-8", "surrogateescape") for d in (base, ours, theirs)]
+    times: dict[str, float] = {}
+    for which in ("pure", "git") if pure_first else ("git", "pure"):
+        start = time.perf_counter()
+        if which == "git":
+            by_git = merge.git_merge_file(git, base, ours, theirs, LABELS)
+        else:
+            by_us = merge.merge3(texts[0], texts[1], texts[2], LABELS)
+        times[which] = time.perf_counter() - start
+    ours_out = (by_us.marked.encode("utf-8", "surrogateescape"), len(by_us.conflicts))
+    return times["git"], times["pure"], (by_git.data, by_git.conflicts) == ours_out
 
 
 def measure(cases: list[tuple[bytes, bytes, bytes]]) -> dict[str, float]:
-    git = merge.git_executable()
-    assert git is not None, "needs git"
-    git_s, pure_s, same = [], [], 0
-    for i, (base, ours, theirs) in enumerate(cases):
-        texts = [d.decode("utf-8", "surrogateescape") for d in (base, ours, theirs)]
-        runs = [lambda: merge.git_merge_file(git, base, ours, theirs, LABELS),
-                lambda: merge.merge3(*texts, labels=LABELS)]  # fmt: skip
-        order = [0, 1] if i % 2 == 0 else [1, 0]
-        results: dict[int, tuple[float, object]] = {k: timed(runs[k]) for k in order}
-        (g_time, g), (p_time, p) = results[0], results[1]
-        git_s.append(g_time)
-        pure_s.append(p_time)
-        same += (g.data, g.conflicts) == (p.marked.encode("utf-8", "surrogateescape"),  # type: ignore[attr-defined]
-                                          len(p.conflicts))  # type: ignore[attr-defined]  # fmt: skip
-    return {"cases": len(cases), "git_ms": statistics.median(git_s) * 1e3,
-            "pure_ms": statistics.median(pure_s) * 1e3,
-            "pure_over_git": statistics.median(pure_s) / statistics.median(git_s),
-            "identical": same / len(cases)}  # fmt: skip
+    rows = [one(*c, pure_first=i % 2 == 1) for i, c in enumerate(cases)]
+    git_ms = statistics.median(r[0] for r in rows) * 1e3
+    pure_ms = statistics.median(r[1] for r in rows) * 1e3
+    identical = sum(r[2] for r in rows) / len(rows)
+    return {"cases": len(rows), "git_ms": git_ms, "pure_ms": pure_ms,
+            "pure_over_git": pure_ms / git_ms, "identical": identical}  # fmt: skip
 
 
 def main() -> None:
@@ -75,8 +74,9 @@ def main() -> None:
         files = sorted(top.rglob("*.py")) + sorted(top.rglob("*.rst"))
         sources = [f.read_bytes() for f in files if f.stat().st_size > 200]
     rng = random.Random(11)
-    rows = {"excerpts": measure([case(rng, sources) for _ in range(args.cases)]),
-            "whole files": measure([whole_file(rng, sources) for _ in range(args.cases // 3)])}  # fmt: skip
+    excerpts = [case(rng, sources) for _ in range(args.cases)]
+    whole = [whole_file(rng, sources) for _ in range(args.cases // 3)]
+    rows = {"excerpts": measure(excerpts), "whole files": measure(whole)}
     print(f"{'cases':<12} {'n':>5} {'git ms':>8} {'pure ms':>8} {'pure/git':>9} {'identical':>10}")
     for name, r in rows.items():
         print(f"{name:<12} {r['cases']:>5.0f} {r['git_ms']:>8.2f} {r['pure_ms']:>8.2f} "
