@@ -85,7 +85,7 @@ class Branch:
                                f"{self.name!r}; read it with read_bytes()")  # fmt: skip
         return decode(data, target)
 
-    # -- binary files, modes, the scratch layer (issue 21) -----------------------------------------
+    # -- binary files, modes, the scratch layer ---------------------------------------------------
 
     def read_bytes(self, path: str) -> bytes:
         """The branch's current bytes of `path` (staged, or the user's file)."""

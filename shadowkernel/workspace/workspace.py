@@ -71,7 +71,11 @@ def _close_open_workspaces() -> None:
 
 
 class Workspace:
-    """The user's folder, its shadow(s) and the branches staged on top of it."""
+    """The user's folder, its shadow(s) and the branches staged on top of it.
+
+    `protect`: globs (gitignore syntax) of paths no branch may stage, keep from a run or
+    accept, beside version-control metadata, which is always protected (`paths.Protection`).
+    """
 
     def __init__(
         self,
