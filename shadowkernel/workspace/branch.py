@@ -393,9 +393,10 @@ class Branch:
         lints and accept() do not (`scratch()` and `diff(scratch=True)` list it); with
         `keep=True` what it wrote under the project (files with their modes, symlinks and
         deletions, less .gitignore'd paths, the usual caches and protected paths, which the
-        result's notes list) becomes the branch's next version instead. `options` go to `run_in_shadow` (python=True runs `cmd`
-        as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt in
-        the caller, or setting the `cancel` event, kills the run and all its processes."""
+        result's notes list) becomes the branch's next version instead. `options` go to
+        `run_in_shadow` (python=True runs `cmd` as Python code; mode, env, cwd, output_cap,
+        max_processes, cancel). An interrupt in the caller, or setting the `cancel` event,
+        kills the run and all its processes."""
         cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
