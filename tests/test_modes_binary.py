@@ -99,6 +99,10 @@ def test_binary_files_are_byte_exact_through_every_path(ws: sk.Workspace, repo: 
     a = ws.branch("a")
     a.write_bytes("img/blob.bin", BLOB)
     assert a.read_bytes("img/blob.bin") == BLOB
+    with pytest.raises(sk.ArgumentError, match="data='text': give bytes"):
+        a.write_bytes("img/x.bin", "text")  # type: ignore[arg-type]
+    with pytest.raises(sk.NotFound, match="missing.bin"):
+        a.read_bytes("missing.bin")
     with pytest.raises(sk.StagingError, match="binary file .*1029 bytes.*read_bytes"):
         a.read("img/blob.bin")
     assert "Binary files /dev/null and b/img/blob.bin differ (absent -> 1029 bytes)" in a.diff()
