@@ -12,9 +12,10 @@ between equally short diffs git picks one by its own steps, so this follows them
    they allow, and ends where it lines up with a change of the other file if it can pass one
    (no indent heuristic: `git merge-file` uses none).
 
-Caveat: git gives up looking for the shortest diff of files whose diff costs more than 256
-edits (its heuristics then take a good-enough path); this diff keeps looking, so on such
-files the two may differ. Lines are compared as whole strings, line ends included.
+Past 256 edits in one search, git stops looking for the shortest diff and takes a good
+snake (20 equal lines far along a path) or the furthest-reaching paths; so does this one
+(`tests/test_merge_git.py` reaches the second on rewritten files; the first did not occur in
+the tested cases). Lines are compared as whole strings, line ends included.
 """
 
 from __future__ import annotations
@@ -114,10 +115,13 @@ def _run(kinds: dict[int, int], indexes: range) -> tuple[int, int]:
 
 def _compare(x: Sequence[str], lo1: int, hi1: int, y: Sequence[str], lo2: int, hi2: int,
              marks_x: list[bool], marks_y: list[bool]) -> None:  # fmt: skip
-    """Myers' divide and conquer: mark what of x[lo1:hi1] and y[lo2:hi2] is not common."""
-    stack = [(lo1, hi1, lo2, hi2)]
+    """Myers' divide and conquer: mark what of x[lo1:hi1] and y[lo2:hi2] is not common. A
+    half split off by a true middle snake is searched exhaustively ("minimal"); the others
+    may take xdiff's shortcuts."""
+    search = _Search(x, y, max(_bogo_sqrt(len(x) + len(y) + 3), _MAX_COST_MIN))
+    stack = [(lo1, hi1, lo2, hi2, False)]
     while stack:
-        lo1, hi1, lo2, hi2 = stack.pop()
+        lo1, hi1, lo2, hi2, minimal = stack.pop()
         while lo1 < hi1 and lo2 < hi2 and x[lo1] == y[lo2]:
             lo1, lo2 = lo1 + 1, lo2 + 1
         while lo1 < hi1 and lo2 < hi2 and x[hi1 - 1] == y[hi2 - 1]:
@@ -127,39 +131,132 @@ def _compare(x: Sequence[str], lo1: int, hi1: int, y: Sequence[str], lo2: int, h
         elif lo2 == hi2:
             marks_x[lo1:hi1] = [True] * (hi1 - lo1)
         else:
-            mid1, mid2 = _middle_snake(x, lo1, hi1, y, lo2, hi2)
-            stack += [(mid1, hi1, mid2, hi2), (lo1, mid1, lo2, mid2)]
+            mid1, mid2, min_lo, min_hi = search.split(lo1, hi1, lo2, hi2, minimal)
+            stack += [(mid1, hi1, mid2, hi2, min_hi), (lo1, mid1, lo2, mid2, min_lo)]
 
 
-def _middle_snake(x: Sequence[str], lo1: int, hi1: int, y: Sequence[str], lo2: int,
-                  hi2: int) -> tuple[int, int]:  # fmt: skip
-    """Where a shortest path from (lo1, lo2) to (hi1, hi2) crosses the middle: searched from
-    both corners at once, diagonal by diagonal (k = index in x minus index in y)."""
-    low, high = lo1 - hi2, hi1 - lo2
-    forward_mid, backward_mid = lo1 - lo2, hi1 - hi2
-    odd = (forward_mid - backward_mid) & 1
-    forward, backward = {forward_mid: lo1}, {backward_mid: hi1}
-    fmin = fmax = forward_mid
-    bmin = bmax = backward_mid
-    while True:
-        fmin, fmax = _widen(forward, fmin, fmax, low, high, -1)
+_SNAKE = 20  # a run of equal lines this long is a "good" snake
+_HEURISTIC_MIN_COST = 256  # from this many edits, a split may be taken at a good snake
+_MAX_COST_MIN = 256  # the least number of edits after which the search stops anyway
+_K_HEURISTIC = 4
+
+
+class _Search:
+    """The middle-snake search of one comparison: x and y, and its give-up cost."""
+
+    def __init__(self, x: Sequence[str], y: Sequence[str], max_cost: int) -> None:
+        self.x, self.y, self.max_cost = x, y, max_cost
+
+    def split(self, lo1: int, hi1: int, lo2: int, hi2: int,
+              minimal: bool) -> tuple[int, int, bool, bool]:  # fmt: skip
+        """(i, j) where to split the box, and whether each half must be searched minimally.
+        Searched from both corners at once, diagonal by diagonal (k = index in x minus
+        index in y); past a cost, a good snake or the furthest-reaching paths decide."""
+        x, y = self.x, self.y
+        low, high = lo1 - hi2, hi1 - lo2
+        fmid, bmid = lo1 - lo2, hi1 - hi2
+        odd = (fmid - bmid) & 1
+        forward, backward = {fmid: lo1}, {bmid: hi1}
+        fmin = fmax = fmid
+        bmin = bmax = bmid
+        cost = 0
+        while True:
+            cost += 1
+            snake = False
+            fmin, fmax = _widen(forward, fmin, fmax, low, high, -1)
+            for k in range(fmax, fmin - 1, -2):
+                i = forward[k - 1] + 1 if forward[k - 1] >= forward[k + 1] else forward[k + 1]
+                start, j = i, i - k
+                while i < hi1 and j < hi2 and x[i] == y[j]:
+                    i, j = i + 1, j + 1
+                snake = snake or i - start > _SNAKE
+                forward[k] = i
+                if odd and bmin <= k <= bmax and backward[k] <= i:
+                    return i, j, True, True
+            bmin, bmax = _widen(backward, bmin, bmax, low, high, _FAR)
+            for k in range(bmax, bmin - 1, -2):
+                i = backward[k - 1] if backward[k - 1] < backward[k + 1] else backward[k + 1] - 1
+                start, j = i, i - k
+                while i > lo1 and j > lo2 and x[i - 1] == y[j - 1]:
+                    i, j = i - 1, j - 1
+                snake = snake or start - i > _SNAKE
+                backward[k] = i
+                if not odd and fmin <= k <= fmax and i <= forward[k]:
+                    return i, j, True, True
+            if minimal:
+                continue
+            if snake and cost > _HEURISTIC_MIN_COST:
+                found = self._good_snake(forward, fmin, fmax, fmid, cost, (lo1, hi1, lo2, hi2))
+                if found:
+                    return found[0], found[1], True, False
+                found = self._good_snake_back(backward, bmin, bmax, bmid, cost,
+                                              (lo1, hi1, lo2, hi2))  # fmt: skip
+                if found:
+                    return found[0], found[1], False, True
+            if cost >= self.max_cost:
+                return _furthest(forward, fmin, fmax, backward, bmin, bmax, (lo1, hi1, lo2, hi2))
+
+    def _good_snake(self, forward: dict[int, int], fmin: int, fmax: int, fmid: int, cost: int,
+                    box: tuple[int, int, int, int]) -> tuple[int, int] | None:  # fmt: skip
+        """The forward path that got furthest beyond its diagonal's distance and ends in
+        `_SNAKE` equal lines."""
+        lo1, hi1, lo2, hi2 = box
+        best, found = 0, None
         for k in range(fmax, fmin - 1, -2):
-            i = forward[k - 1] + 1 if forward[k - 1] >= forward[k + 1] else forward[k + 1]
+            i = forward[k]
             j = i - k
-            while i < hi1 and j < hi2 and x[i] == y[j]:
-                i, j = i + 1, j + 1
-            forward[k] = i
-            if odd and bmin <= k <= bmax and backward[k] <= i:
-                return i, j
-        bmin, bmax = _widen(backward, bmin, bmax, low, high, _FAR)
+            value = (i - lo1) + (j - lo2) - abs(k - fmid)
+            inside = lo1 + _SNAKE <= i < hi1 and lo2 + _SNAKE <= j < hi2
+            if value > max(_K_HEURISTIC * cost, best) and inside and self._equal(i, j, -1):
+                best, found = value, (i, j)
+        return found
+
+    def _good_snake_back(self, backward: dict[int, int], bmin: int, bmax: int, bmid: int,
+                         cost: int, box: tuple[int, int, int, int],
+                         ) -> tuple[int, int] | None:  # fmt: skip
+        """The same for the backward paths: they start with `_SNAKE` equal lines."""
+        lo1, hi1, lo2, hi2 = box
+        best, found = 0, None
         for k in range(bmax, bmin - 1, -2):
-            i = backward[k - 1] if backward[k - 1] < backward[k + 1] else backward[k + 1] - 1
+            i = backward[k]
             j = i - k
-            while i > lo1 and j > lo2 and x[i - 1] == y[j - 1]:
-                i, j = i - 1, j - 1
-            backward[k] = i
-            if not odd and fmin <= k <= fmax and i <= forward[k]:
-                return i, j
+            value = (hi1 - i) + (hi2 - j) - abs(k - bmid)
+            inside = lo1 < i <= hi1 - _SNAKE and lo2 < j <= hi2 - _SNAKE
+            if value > max(_K_HEURISTIC * cost, best) and inside and self._equal(i, j, 1):
+                best, found = value, (i, j)
+        return found
+
+    def _equal(self, i: int, j: int, step: int) -> bool:
+        """Whether the `_SNAKE` lines before (step -1) or from (step 1) i and j are equal."""
+        offsets = range(-1, -_SNAKE - 1, -1) if step < 0 else range(_SNAKE)
+        return all(self.x[i + n] == self.y[j + n] for n in offsets)
+
+
+def _furthest(forward: dict[int, int], fmin: int, fmax: int, backward: dict[int, int],
+              bmin: int, bmax: int,
+              box: tuple[int, int, int, int]) -> tuple[int, int, bool, bool]:  # fmt: skip
+    """Give up on the shortest path: split where the furthest-reaching path of either
+    direction got (measured by i + j)."""
+    lo1, hi1, lo2, hi2 = box
+    fbest, fbest_i = -1, -1
+    for k in range(fmax, fmin - 1, -2):
+        i = min(forward[k], hi1)
+        j = i - k
+        if hi2 < j:
+            i, j = hi2 + k, hi2
+        if fbest < i + j:
+            fbest, fbest_i = i + j, i
+    bbest, bbest_i = _FAR, _FAR
+    for k in range(bmax, bmin - 1, -2):
+        i = max(lo1, backward[k])
+        j = i - k
+        if j < lo2:
+            i, j = lo2 + k, lo2
+        if i + j < bbest:
+            bbest, bbest_i = i + j, i
+    if (hi1 + hi2) - bbest < fbest - (lo1 + lo2):
+        return fbest_i, fbest - fbest_i, True, False
+    return bbest_i, bbest - bbest_i, False, True
 
 
 def _widen(v: dict[int, int], kmin: int, kmax: int, low: int, high: int,
