@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NewType
+
+import pathspec
 
 from .errors import PathError
 
@@ -66,3 +69,67 @@ def rebase(path: RelPath, old: RelPath, new: RelPath) -> RelPath:
     """`path` below `old`, moved to the same place below `new`."""
     rest = path[len(old) :].lstrip("/")
     return join(new, rest) if rest else new
+
+
+# -- paths agents may not change ----------------------------------------------------------------
+
+# Version-control metadata: a `.git` folder, or a submodule's `.git` gitdir file, at any depth.
+# Compared without case: on a case-insensitive folder `.GIT/config` is `.git/config`.
+VCS_NAMES = frozenset({".git", ".hg", ".svn", ".jj"})
+
+
+def vcs_part(path: RelPath) -> str | None:
+    """The version-control name `path` lies in or is (e.g. '.git'), or None."""
+    for part in path.split("/"):
+        if part.lower() in VCS_NAMES:
+            return part
+    return None
+
+
+class Protection:
+    """The paths no agent may stage, keep from a run, or accept: version-control metadata
+    always, plus the user's `protect` globs (gitignore syntax: `.env` anywhere,
+    `.github/workflows/**` below the root)."""
+
+    def __init__(self, globs: Sequence[str] = ()) -> None:
+        self.globs = tuple(globs)
+        self._spec = pathspec.GitIgnoreSpec.from_lines(self.globs)
+
+    def reason(self, path: RelPath) -> str | None:
+        """Why `path` is protected, or None when an agent may change it."""
+        part = vcs_part(path)
+        if part is not None:
+            return f"version-control metadata ({part}) is read-only to agents"
+        if self.globs and self._spec.match_file(path):
+            return "it matches the workspace's protect= globs"
+        return None
+
+    def check(self, paths: Iterable[RelPath], doing: str) -> None:
+        """PathError naming the first protected path of `paths`."""
+        for path in sorted(paths):
+            why = self.reason(path)
+            if why is not None:
+                raise PathError(f"{doing}: {path!r} is protected ({why}); nothing was changed")
+
+    def allowed(self, paths: Iterable[RelPath]) -> tuple[list[RelPath], list[RelPath]]:
+        """(allowed, protected) of `paths`, sorted."""
+        ordered = sorted(paths)
+        return ([p for p in ordered if self.reason(p) is None],
+                [p for p in ordered if self.reason(p) is not None])  # fmt: skip
+
+    def link_reason(self, path: RelPath, target: bytes) -> str | None:
+        """Why a symlink at `path` to `target` may not be staged (it leaves the workspace or
+        lands on a protected path, so the user's own tools would write there through it)."""
+        text = os.fsdecode(target)
+        joined = posixpath.normpath(posixpath.join(parent(path), text))
+        if text.startswith("/") or joined == ".." or joined.startswith("../"):
+            return f"symlink to {text!r} points outside the workspace"
+        why = self.reason(RelPath(joined))
+        return None if why is None else f"symlink to {text!r} points at a protected path ({why})"
+
+    def check_links(self, links: Mapping[RelPath, bytes], doing: str) -> None:
+        """PathError naming the first symlink of `links` (path -> target) `link_reason` refuses."""
+        for path, target in sorted(links.items()):
+            why = self.link_reason(path, target)
+            if why is not None:
+                raise PathError(f"{doing}: {path!r} is refused ({why}); nothing was changed")

@@ -94,3 +94,32 @@ def test_patch_path_outside_the_workspace_is_a_path_error() -> None:
 
 def test_render_diff_of_binary_content_says_so() -> None:
     assert "Binary files" in render_diff("f.bin", b"\xff", b"\xfe")
+
+
+def test_mode_lines_render_parse_and_apply() -> None:
+    from shadowkernel.text.patches import LINK, apply_files, modes
+
+    patch = (render_diff("run.sh", b"x\n", b"y\n", old_mode=0o644, new_mode=0o755)
+             + render_diff("only.sh", b"z\n", b"z\n", old_mode=0o644, new_mode=0o700)
+             + render_diff("new.sh", None, b"w\n", new_mode=0o755)
+             + render_diff("link", None, b"target", new_mode=LINK))  # fmt: skip
+    assert "old mode 100644\nnew mode 100755\n--- a/run.sh" in patch
+    assert "diff --git a/only.sh b/only.sh\nold mode 100644\nnew mode 100755\n" in patch
+    assert "new file mode 100755\n--- /dev/null\n+++ b/new.sh" in patch
+    assert "new file mode 120000" in patch
+    files = parse_patch(patch)
+    assert modes(files) == {"run.sh": 0o755, "only.sh": 0o755, "new.sh": 0o755, "link": LINK}
+    texts = {"run.sh": "x\n", "only.sh": "z\n"}
+    assert apply_files(files, texts.get) == {  # type: ignore[arg-type]
+        "run.sh": "y\n", "only.sh": "z\n", "new.sh": "w\n", "link": "target"}  # fmt: skip
+    assert render_diff("same", b"a\n", b"a\n", old_mode=0o644, new_mode=0o600) == ""
+
+
+def test_binary_diffs_say_sizes_and_binary_patches_are_refused() -> None:
+    assert render_diff("x.bin", b"\0ab", b"\0abc") == (
+        "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ (3 bytes -> 4 bytes)\n"
+    )
+    with pytest.raises(StagingError, match="binary patch"):
+        parse_patch("diff --git a/x b/x\nindex 1..2 100644\nGIT binary patch\nliteral 1\n")
+    with pytest.raises(StagingError, match="mode 040000"):
+        parse_patch("diff --git a/x b/x\nold mode 100644\nnew mode 040000\n")

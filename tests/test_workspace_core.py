@@ -5,6 +5,7 @@ from __future__ import annotations
 from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File, Symlink, freeze
 from shadowkernel.paths import RelPath
 from shadowkernel.workspace import accept, scratch, staging
+from shadowkernel.workspace.staging import LINK
 
 P = RelPath
 
@@ -42,11 +43,11 @@ def test_keep_rules_read_nested_gitignores_from_the_root() -> None:
                        "pkg/__pycache__/m.pyc", ".git/HEAD", "node_modules/x/i.js"}  # fmt: skip
 
 
-def test_kept_takes_text_files_and_deletions_only() -> None:
+def test_kept_takes_files_links_and_deletions_with_their_modes() -> None:
     store = BlobStore()
     written = {
         P("a.py"): File(store.make(b"A\n")),
-        P("bin"): File(store.make(b"\0\1")),
+        P("bin"): File(store.make(b"\0\1"), mode=0o755),
         P("gone.py"): None,
         P("wiped.py"): WHITEOUT,
         P("dir"): Dir(),
@@ -55,4 +56,7 @@ def test_kept_takes_text_files_and_deletions_only() -> None:
     }
     rules = scratch.ignore_rules({P(".gitignore"): b"*.log\n"}.get, written)
     out = scratch.kept(written, rules, lambda f: f.blob.bytes())
-    assert out == {P("a.py"): b"A\n", P("gone.py"): None, P("wiped.py"): None}
+    data, modes = out
+    assert data == {P("a.py"): b"A\n", P("bin"): b"\0\1", P("gone.py"): None,
+                    P("wiped.py"): None, P("link"): b"a.py"}  # fmt: skip
+    assert modes == {P("a.py"): 0o644, P("bin"): 0o755, P("link"): LINK}

@@ -38,17 +38,18 @@ def test_keep_stages_what_a_run_wrote_less_ignored_files(ws: sk.Workspace) -> No
     )
     result = a.run(script, network=True, keep=True)
     assert result.ok, result.stderr
-    assert a.version == 1 and a.versions[-1].op == "run kept (3 files)"
+    assert a.version == 1 and a.versions[-1].op == "run kept (4 files)"
     assert "kept as version 1" in result.notes
     assert a.read("pkg/mod.py") == MOD.replace("a + b", "b + a")
     assert dict(a.files) == {
+        "pkg/blob.bin": b"\0\1",  # binary files are kept too
         "pkg/gen.py": b"GEN = 1\n",
         "pkg/mod.py": MOD.replace("a + b", "b + a").encode(),
         "pkg/old.py": None,
     }
     diff = a.diff()
     assert "+GEN = 1" in diff and "-OLD = 1" in diff and "run.log" not in diff
-    # ignored, cache and binary files stay in the scratch layer: later runs still see them
+    # ignored and cache files stay in the scratch layer: later runs still see them
     seen = a.run("cat run.log build/out.txt; test -e pkg/blob.bin && echo blob", network=True)
     assert seen.stdout == "noise\nx\nblob\n"
     assert list(a.lint()["code"]) == []  # lints see the kept version
@@ -93,13 +94,17 @@ def test_merge_check_joins_two_branches_over_their_base(ws: sk.Workspace) -> Non
     assert snapshot(Path(ws.root)) == before
 
 
-def test_merge_check_lists_conflicts_and_keeps_the_first_side(ws: sk.Workspace) -> None:
+def test_merge_check_marks_conflicts_and_keeps_both_sides_other_hunks(ws: sk.Workspace) -> None:
     a, b = ws.branch("a"), ws.branch("b")
     a.replace("pkg/mod.py", "return a + b", "return a + b + 0")
     b.replace("pkg/mod.py", "return a + b", "return a + b + 1")
+    b.replace("pkg/mod.py", "return a - b", "return a - b - 1")  # apart: merges cleanly
     merged = ws.merge_check(a, b, name="both")
     assert merged.name == "both" and merged.conflicts == ("pkg/mod.py",)
-    assert "a + b + 0" in merged.read("pkg/mod.py")
+    assert merged.read("pkg/mod.py") == (
+        "def add(a, b):\n<<<<<<< a\n    return a + b + 0\n=======\n    return a + b + 1\n"
+        ">>>>>>> b\n\n\ndef sub(a, b):\n    return a - b - 1\n"
+    )
 
 
 def test_merge_check_refuses_what_is_not_a_branch_of_it(ws: sk.Workspace) -> None:

@@ -69,9 +69,17 @@ class Tools:
     # -- reading ------------------------------------------------------------------------------
 
     def read_file(self, branch: str, path: str) -> shapes.FileText:
-        """The text of `path` in the branch's current version (staged, or the user's file)."""
+        """The text of `path` in the branch's current version (staged, or the user's file);
+        a binary file is refused with its size."""
         chosen = self._branch(branch)
-        version, content = stable(chosen, lambda: chosen.read(path))
+        version, data = stable(chosen, lambda: chosen.read_bytes(path))
+        try:
+            content = data.decode("utf-8") if b"\0" not in data else None
+        except UnicodeDecodeError:
+            content = None
+        if content is None:
+            raise StagingError(f"{rel(path)!r} is a binary file ({len(data)} bytes) in branch "
+                               f"{branch!r}; read_file shows text files only")  # fmt: skip
         return {"branch": branch, "version": version, "path": rel(path), "content": content}
 
     def list_files(self, branch: str, path: str = "") -> shapes.Listing:

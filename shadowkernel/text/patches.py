@@ -6,8 +6,10 @@ a new version (bad input leaves the branch unchanged).
 
 Caveats: hunks must match their context exactly (no fuzz), but may sit at another line than
 the header says (nearest match wins), and line endings are compared without their `\\r`.
-Lines end where `positions` says (`\\n`, `\\r\\n`, `\\r`). Git extended headers (renames,
-modes, binary patches) are not applied: a rename is a deletion plus a creation here.
+Lines end where `positions` says (`\\n`, `\\r\\n`, `\\r`). Of git's extended headers the
+mode lines are applied (`old mode`/`new mode`, `new file mode`: 100644, 100755, 120000 for a
+symlink); binary patches are refused (stage binary files with `write_bytes`), and a rename is
+a deletion plus a creation here.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class FilePatch:
     old_path: RelPath | None  # None: /dev/null, the file is created
     new_path: RelPath | None  # None: the file is deleted
     hunks: tuple[Hunk, ...]
+    mode: int | None = None  # the new mode a git header gives (permission bits, or LINK)
 
     @property
     def path(self) -> RelPath:
@@ -44,6 +47,26 @@ class FilePatch:
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)\s*$")
+_MODE_LINE = re.compile(r"^(old mode|new mode|new file mode|deleted file mode) (\d+)\s*$")
+LINK = 0o120000  # git's mode of a symlink (its content is the link's target)
+
+
+def git_mode(mode: int) -> str:
+    """How git writes a file's mode: 120000 (symlink), 100755 (executable) or 100644."""
+    if mode == LINK:
+        return "120000"
+    return "100755" if mode & 0o111 else "100644"
+
+
+def _parse_mode(text: str, number: int) -> int:
+    value = int(text, 8)
+    if value == LINK:
+        return LINK
+    if value & ~0o777 != 0o100000:
+        raise StagingError(f"patch line {number}: mode {text} is not one git writes "
+                           "(100644, 100755 or 120000)")  # fmt: skip
+    return value & 0o777
 
 
 def parse_patch(patch: str) -> list[FilePatch]:
@@ -52,20 +75,51 @@ def parse_patch(patch: str) -> list[FilePatch]:
     files: list[FilePatch] = []
     i = 0
     while i < len(lines):
-        if not lines[i].startswith("--- "):
-            i += 1  # git's "diff --git", "index ...", prose around the diff
-            continue
-        if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
-            raise StagingError(f"patch line {i + 1}: '---' header without a '+++' line after it")
-        old, new = _header_paths(lines[i], lines[i + 1], i + 1)
-        hunks, i = _parse_hunks(lines, i + 2, new or old or "")
-        if not hunks:
-            raise StagingError(f"patch: file {new or old!r} has headers but no hunks ('@@ ...')")
-        files.append(FilePatch(old, new, tuple(hunks)))
+        if _GIT_HEADER.match(lines[i]):
+            i = _parse_git_file(lines, i, files)
+        elif lines[i].startswith("--- "):
+            i = _parse_file(lines, i, files, None)
+        else:
+            i += 1  # "index ...", prose around the diff
     if not files:
         raise StagingError("patch: no file headers found; give a unified diff ('--- a/x', "
                            "'+++ b/x', '@@ -l,n +l,n @@' hunks)")  # fmt: skip
     return files
+
+
+def _parse_file(lines: list[str], i: int, files: list[FilePatch], mode: int | None) -> int:
+    if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+        raise StagingError(f"patch line {i + 1}: '---' header without a '+++' line after it")
+    old, new = _header_paths(lines[i], lines[i + 1], i + 1)
+    hunks, i = _parse_hunks(lines, i + 2, new or old or "")
+    if not hunks:
+        raise StagingError(f"patch: file {new or old!r} has headers but no hunks ('@@ ...')")
+    files.append(FilePatch(old, new, tuple(hunks), mode))
+    return i
+
+
+def _parse_git_file(lines: list[str], i: int, files: list[FilePatch]) -> int:
+    """A `diff --git` block: its mode lines, then hunks, or nothing more (a mode change)."""
+    header = _GIT_HEADER.match(lines[i])
+    assert header is not None
+    start, i = i, i + 1
+    modes: dict[str, int] = {}
+    while i < len(lines) and not lines[i].startswith(("--- ", "diff --git ", "@@")):
+        if lines[i].startswith(("Binary files ", "GIT binary patch")):
+            raise StagingError(f"patch line {i + 1}: a binary patch cannot be applied; stage "
+                               "binary files with write_bytes")  # fmt: skip
+        found = _MODE_LINE.match(lines[i])
+        if found:
+            modes[found[1]] = _parse_mode(found[2], i + 1)
+        i += 1
+    mode = modes.get("new mode", modes.get("new file mode"))
+    if i < len(lines) and lines[i].startswith("--- "):
+        return _parse_file(lines, i, files, mode)
+    if "new mode" not in modes:
+        return i  # a header with nothing to apply (an empty new file, a rename): skipped
+    old, new = _header_paths("--- " + header[1], "+++ " + header[2], start + 1)
+    files.append(FilePatch(old, new, (), mode))
+    return i
 
 
 def _header_paths(
@@ -151,12 +205,22 @@ def _strip_if_no_newline(
 
 def apply_patch(patch: str, read: Callable[[RelPath], str | None]) -> Changes:
     """Apply a unified diff to the texts `read` gives (None: the file does not exist)."""
+    return apply_files(parse_patch(patch), read)
+
+
+def modes(files: Sequence[FilePatch]) -> dict[RelPath, int]:
+    """The modes the git headers of parsed files set, by the path each file ends at."""
+    return {fp.new_path: fp.mode for fp in files if fp.mode is not None and fp.new_path}
+
+
+def apply_files(files: Sequence[FilePatch], read: Callable[[RelPath], str | None]) -> Changes:
+    """Apply parsed file patches to the texts `read` gives, all or none."""
     changes: Changes = {}
 
     def current(path: RelPath) -> str | None:
         return changes[path] if path in changes else read(path)
 
-    for fp in parse_patch(patch):
+    for fp in files:
         source = fp.old_path
         text = "" if source is None else current(source)
         if text is None:
@@ -224,17 +288,27 @@ def _first_lines(lines: Sequence[str], count: int = 3) -> str:
     return repr(shown)[:200] + (" ..." if len(lines) > count else "")
 
 
-def render_diff(path: str, old: bytes | None, new: bytes | None, context: int = 3) -> str:
-    """One file's unified diff in git's form (a/, b/, /dev/null), '' when equal."""
-    if old == new:
-        return ""
+def render_diff(
+    path: str,
+    old: bytes | None,
+    new: bytes | None,
+    context: int = 3,
+    old_mode: int | None = None,
+    new_mode: int | None = None,
+) -> str:
+    """One file's diff in git's form (a/, b/, /dev/null, mode lines, `Binary files ... differ`
+    with the sizes), '' when content and mode are equal. Modes default to 0644."""
+    was, now = old_mode or 0o644, new_mode or 0o644
+    if old == new:  # a change of mode alone, or nothing
+        same = old is None or git_mode(was) == git_mode(now)
+        return "" if same else _git_header(path, old, new, was, now)
+    header = _git_header(path, old, new, was, now)
     a = "/dev/null" if old is None else f"a/{path}"
     b = "/dev/null" if new is None else f"b/{path}"
-    try:
-        old_text = "" if old is None else old.decode("utf-8")
-        new_text = "" if new is None else new.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"diff --git a/{path} b/{path}\nBinary files {a} and {b} differ\n"
+    old_text, new_text = _text(old), _text(new)
+    if old_text is None or new_text is None:
+        sizes = f"{_size(old)} -> {_size(new)}"
+        return f"{header}Binary files {a} and {b} differ ({sizes})\n"
     lines = difflib.unified_diff(
         split_lines(old_text, keepends=True), split_lines(new_text, keepends=True), a, b, n=context
     )
@@ -246,4 +320,31 @@ def render_diff(path: str, old: bytes | None, new: bytes | None, context: int = 
             out.append(line + "\n" + _NO_NEWLINE + "\n")
         else:
             out.append(line)
-    return f"diff --git a/{path} b/{path}\n" + "".join(out)
+    return header + "".join(out)
+
+
+def _git_header(path: str, old: bytes | None, new: bytes | None, was: int, now: int) -> str:
+    lines = [f"diff --git a/{path} b/{path}\n"]
+    if old is None:
+        lines.append(f"new file mode {git_mode(now)}\n")
+    elif new is None:
+        lines.append(f"deleted file mode {git_mode(was)}\n")
+    elif git_mode(was) != git_mode(now):
+        lines.append(f"old mode {git_mode(was)}\nnew mode {git_mode(now)}\n")
+    return "".join(lines)
+
+
+def _text(data: bytes | None) -> str | None:
+    """Text to diff, or None for binary content (a NUL byte, or not UTF-8)."""
+    if data is None:
+        return ""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _size(data: bytes | None) -> str:
+    return "absent" if data is None else f"{len(data)} bytes"

@@ -52,6 +52,51 @@ def _listed(
     return [each(name, v) for v in value]
 
 
+# git's rules for a branch name (`git check-ref-format --branch`), checked in this order.
+_BAD_CHARS = frozenset(" ~^:?*[\\\x7f") | {chr(c) for c in range(32)}
+_NAME_RULES: tuple[tuple[str, Callable[[str, list[str]], bool]], ...] = (
+    ("it may not start with '-'", lambda n, _: n.startswith("-")),
+    ("'HEAD' names the current commit", lambda n, _: n == "HEAD"),
+    ("it may not contain control characters, space, '~', '^', ':', '?', '*', '[' or '\\'",
+     lambda n, _: any(c in _BAD_CHARS for c in n)),
+    ("it may not contain '..'", lambda n, _: ".." in n),
+    ("it may not contain '@{'", lambda n, _: "@{" in n),
+    ("it may not start or end with '/', or contain '//'", lambda _, parts: "" in parts),
+    ("no part of it may start with '.'", lambda _, parts: any(p.startswith(".") for p in parts)),
+    ("no part of it may end with '.lock'",
+     lambda _, parts: any(p.endswith(".lock") for p in parts)),
+    ("it may not end with '.'", lambda n, _: n.endswith(".")),
+)  # fmt: skip
+
+
+def branch_name(value: object) -> str:
+    """A branch name git would accept (`git check-ref-format --branch`), or ArgumentError
+    naming the rule it breaks."""
+    if not isinstance(value, str) or not value:
+        raise ArgumentError(f"name={_show(value)}: give a non-empty str")
+    parts = value.split("/")
+    for rule, broken in _NAME_RULES:
+        if broken(value, parts):
+            raise ArgumentError(f"branch name {_show(value)} is not one git accepts: {rule}")
+    return value
+
+
+def mode(name: str, value: object) -> int | None:
+    """None (keep the file's mode), or permission bits such as 0o755 or 0o644."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0o777:
+        raise ArgumentError(f"{name}={_show(value)}: give permission bits such as 0o755 "
+                            "(executable) or 0o644, or None to keep the file's mode")  # fmt: skip
+    return value
+
+
+def data(name: str, value: object) -> bytes:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise ArgumentError(f"{name}={_show(value)}: give bytes")
+    return bytes(value)
+
+
 def position(line: object, column: object) -> tuple[int, int]:
     for name, value in (("line", line), ("column", column)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

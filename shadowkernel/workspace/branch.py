@@ -31,7 +31,7 @@ from ..text.uris import uri_to_rel
 from . import arguments, baselints, runs, scratch
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
-from .staging import Version, base_snapshot, n_files, staged, version_snapshot
+from .staging import LINK, Version, base_snapshot, is_text, n_files, staged, texts, version_snapshot
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -76,23 +76,64 @@ class Branch:
             return MappingProxyType(dict(self._bases))
 
     def read(self, path: str) -> str:
-        """The branch's current text of `path` (staged, or the user's file)."""
+        """The branch's current text of `path` (staged, or the user's file); a binary file is
+        refused with its size (read it with `read_bytes`)."""
+        data = self.read_bytes(path)
         target = arguments.path("path", path)
-        text = self._current_text(self._versions[-1], target)
-        if text is None:
+        if not is_text(data):
+            raise StagingError(f"{target}: a binary file ({len(data)} bytes) in branch "
+                               f"{self.name!r}; read it with read_bytes()")  # fmt: skip
+        return decode(data, target)
+
+    # -- binary files, modes, the scratch layer ---------------------------------------------------
+
+    def read_bytes(self, path: str) -> bytes:
+        """The branch's current bytes of `path` (staged, or the user's file)."""
+        target = arguments.path("path", path)
+        data = self._current_bytes(self._versions[-1], target)
+        if data is None:
             raise NotFound(f"path {target!r} does not exist in branch {self.name!r}")
-        return text
+        return data
+
+    def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> int:
+        """Stage a file's bytes (binary or not), and its mode if given (0o755: executable)."""
+        target = self._guard(arguments.path("path", path), "write_bytes")
+        content, chosen = arguments.data("data", data), arguments.mode("mode", mode)
+        return self._stage({target: content}, f"write {target}",
+                           {} if chosen is None else {target: chosen})  # fmt: skip
+
+    def mode(self, path: str) -> int:
+        """The mode `path` has in the branch: permission bits, or LINK for a symlink."""
+        target = arguments.path("path", path)
+        self.read_bytes(target)
+        return self._mode(self._versions[-1], target)
+
+    def _mode(self, version: Version, path: RelPath) -> int:
+        if path in version.modes:
+            return version.modes[path]
+        if path in self._modes:
+            return self._modes[path]
+        return self.workspace.folder.read(path)[1]
+
+    def scratch(self) -> list[scratch.Entry]:
+        """What runs wrote that no version holds (path, kind, size, mode): later runs see it;
+        lints, diff() and accept() do not (`run(keep=True)` stages it instead)."""
+        with self._lock:
+            return self._scratch.listing()
 
     # -- staging ----------------------------------------------------------------------------------
 
-    def write(self, path: str, text: str) -> int:
-        """Stage the full text of a file (created if new). Returns the new version number."""
-        target = arguments.path("path", path)
-        return self._stage_text({target: text}, f"write {target}")
+    def write(self, path: str, text: str, mode: int | None = None) -> int:
+        """Stage the full text of a file (created if new), and its mode if given (0o755:
+        executable; None keeps the file's). Returns the new version number."""
+        target = self._guard(arguments.path("path", path), "write")
+        chosen = arguments.mode("mode", mode)
+        return self._stage_text({target: text}, f"write {target}",
+                                {} if chosen is None else {target: chosen})  # fmt: skip
 
     def replace(self, path: str, old: str, new: str) -> int:
         """Replace the one occurrence of `old` in `path` by `new`."""
-        target = arguments.path("path", path)
+        target = self._guard(arguments.path("path", path), "replace")
         old, new = arguments.text("old", old), arguments.text("new", new)
         with self._lock:
             text = self.read(target)
@@ -105,11 +146,17 @@ class Branch:
         arguments.text("patch", patch)
         with self._lock:
             version = self._versions[-1]
-            changes = patches.apply_patch(patch, lambda p: self._current_text(version, p))
-            return self._stage_text(changes, f"patch ({n_files(len(changes))})")
+            files = patches.parse_patch(patch)
+            for fp in files:
+                for side in (fp.old_path, fp.new_path):
+                    if side is not None:
+                        self._guard(side, "apply_patch")
+            changes = patches.apply_files(files, lambda p: self._current_text(version, p))
+            return self._stage_text(changes, f"patch ({n_files(len(changes))})",
+                                    patches.modes(files))  # fmt: skip
 
     def delete(self, path: str) -> int:
-        target = arguments.path("path", path)
+        target = self._guard(arguments.path("path", path), "delete")
         with self._lock:
             if self._current_bytes(self._versions[-1], target) is None:
                 raise NotFound(f"delete: {target!r} does not exist in branch {self.name!r}")
@@ -149,26 +196,43 @@ class Branch:
             changes[path] = ranges.apply_text_edits(text, text_edits, path)
         return changes
 
-    def _stage_text(self, changes: Mapping[RelPath, str | None], op: str) -> int:
-        data = {p: None if t is None else encode(t, p) for p, t in changes.items()}
-        return self._stage(data, op)
+    def _guard(self, path: RelPath, doing: str) -> RelPath:
+        """PathError before any work when `path` is protected (`_stage` checks again)."""
+        self.workspace.protection.check([path], doing)
+        return path
 
-    def _stage(self, data: Mapping[RelPath, bytes | None], op: str) -> int:
-        """Validate everything first, then make one new version (bad input changes nothing)."""
+    def _stage_text(
+        self, changes: Mapping[RelPath, str | None], op: str, modes: Mapping[RelPath, int] = {}
+    ) -> int:
+        data = {p: None if t is None else encode(t, p) for p, t in changes.items()}
+        return self._stage(data, op, modes)
+
+    def _stage(
+        self, data: Mapping[RelPath, bytes | None], op: str, modes: Mapping[RelPath, int] = {}
+    ) -> int:
+        """Validate everything first, then make one new version (bad input changes nothing).
+        `modes`: the paths whose mode changes (others keep theirs)."""
         with self._lock:
             self._check_open()
+            protection = self.workspace.protection
+            protection.check(data, op)  # DESIGN invariant 7: every staging call comes here
+            protection.check_links({p: d for p, d in data.items()
+                                    if modes.get(p) == LINK and d is not None}, op)  # fmt: skip
             folder = self.workspace.folder
-            bases = {p: folder.read(p) for p in data if p not in self._bases}
-            modes = {**{p: m for p, (_, m) in bases.items()}, **self._modes}
+            bases = {p: folder.entry(p) for p in data if p not in self._bases}
             current = self._versions[-1]
-            manifest = staged(current.manifest, data, modes, self.workspace.store.make,
+            new_modes = {p: m for p, m in current.modes.items() if data.get(p, b"") is not None}
+            new_modes.update(modes)
+            shown = {**{p: m for p, (_, m) in bases.items()}, **self._modes, **new_modes}
+            manifest = staged(current.manifest, data, shown, self.workspace.store.make,
                               folder.is_dir)  # fmt: skip
             for path, (base, mode) in bases.items():
                 self._bases[path] = base
                 self._modes[path] = mode
             self._scratch.discard(data)
             files = MappingProxyType({**current.files, **data})
-            self._versions.append(Version(current.number + 1, files, manifest, op))
+            self._versions.append(Version(current.number + 1, files, manifest, op,
+                                          MappingProxyType(new_modes)))  # fmt: skip
             return current.number + 1
 
     def _current_bytes(self, version: Version, path: RelPath) -> bytes | None:
@@ -244,7 +308,7 @@ class Branch:
             bases = dict(self._bases)
         targets = self._lint_targets(version, paths)
         base_texts = {p: _text_or_empty(b) for p, b in bases.items() if b is not None}
-        new_texts = {p: d.decode("utf-8") for p, d in version.files.items() if d is not None}
+        new_texts = texts(version)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
         async def job(lane: Lane) -> tuple[tuple[list[Lint], list[bool], int], str]:
@@ -268,7 +332,7 @@ class Branch:
     def _lint_targets(self, version: Version, paths: Sequence[str] | None) -> list[RelPath]:
         if paths is not None:
             return list(dict.fromkeys(rel(p) for p in paths))
-        return sorted(p for p, d in version.files.items() if d is not None)
+        return sorted(texts(version))  # binary files and symlinks have no lints
 
     # -- navigation -------------------------------------------------------------------------------
 
@@ -326,11 +390,13 @@ class Branch:
             keep: bool = False, **options: Any) -> RunResult:  # fmt: skip
         """Run a command inside the shadow at this branch's version (plus what earlier runs
         wrote). What the run writes stays in the branch's scratch layer: later runs see it,
-        lints, diff() and accept() do not; with `keep=True` what it wrote under the project
-        (text files and deletions, less .gitignore'd paths and the usual caches) becomes the
-        branch's next version instead. `options` go to `run_in_shadow` (python=True runs `cmd`
-        as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt in
-        the caller, or setting the `cancel` event, kills the run and all its processes."""
+        lints and accept() do not (`scratch()` and `diff(scratch=True)` list it); with
+        `keep=True` what it wrote under the project (files with their modes, symlinks and
+        deletions, less .gitignore'd paths, the usual caches and protected paths, which the
+        result's notes list) becomes the branch's next version instead. `options` go to
+        `run_in_shadow` (python=True runs `cmd` as Python code; mode, env, cwd, output_cap,
+        max_processes, cancel). An interrupt in the caller, or setting the `cancel` event,
+        kills the run and all its processes."""
         cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
@@ -348,11 +414,15 @@ class Branch:
 
     # -- diff, accept, drop ---------------------------------------------------------------------
 
-    def diff(self, version: int | None = None) -> Diff:
+    def diff(self, version: int | None = None, scratch: bool = False) -> Diff:
         """The branch's edits against its base at `version` (default: the current one), as a
-        unified diff (git style)."""
+        unified diff (git style, with mode lines and `Binary files ... differ`); with
+        `scratch=True` followed by what runs left in the scratch layer (see `scratch()`)."""
+        arguments.flag("scratch", scratch)
         with self._lock:
-            return version_diff(self._version(version).files, self._bases)
+            chosen = self._version(version)
+            listing = self._scratch.listing() if scratch else []
+            return version_diff(chosen.files, self._bases, chosen.modes, self._modes, listing)
 
     def _version(self, number: int | None) -> Version:
         if number is None:
@@ -374,7 +444,9 @@ class Branch:
         folder = self.workspace.folder
         with self._lock:
             self._check_open()
-            plan = merge_plan(self._versions[-1].files, self._bases.get, folder.content)
+            version = self._versions[-1]
+            plan = merge_plan(version.files, self._bases.get, lambda p: folder.entry(p)[0],
+                              protected=self.workspace.protection.reason)  # fmt: skip
             if plan.conflicts:
                 raise ConflictError(
                     f"accept {self.name!r}: the user changed {', '.join(plan.conflicts)} since "
@@ -382,15 +454,29 @@ class Branch:
                     "on top of the user's version (or drop the branch)",
                     paths=tuple(plan.conflicts),
                 )
+            for path in version.files:  # only the mode changed: the user's bytes, our mode
+                if path in plan.writes or path in plan.protected:
+                    continue
+                current = folder.entry(path)[0]
+                if self._mode_changed(version, path) and current is not None:
+                    plan.writes[path] = current
             for path, data in plan.writes.items():
-                folder.write_atomic(path, data, self._modes.get(path, 0o644))
-            for path in self._versions[-1].files:
-                self._bases[path] = folder.content(path)
+                folder.write_atomic(path, data, self._accepted_mode(version, path))
+            for path in version.files:
+                if path not in plan.protected:
+                    self._bases[path], self._modes[path] = folder.entry(path)
         return Accepted(
             written=tuple(p for p, d in plan.writes.items() if d is not None),
             deleted=tuple(p for p, d in plan.writes.items() if d is None),
             merged=tuple(plan.merged),
         )
+
+    def _mode_changed(self, version: Version, path: RelPath) -> bool:
+        return path in version.modes and version.modes[path] != self._modes.get(path)
+
+    def _accepted_mode(self, version: Version, path: RelPath) -> int | None:
+        """The mode accept gives `path`: the branch's when it changed it, else the user's."""
+        return version.modes[path] if self._mode_changed(version, path) else None
 
     def drop(self) -> None:
         """Forget the branch (its versions and scratch layer). The user's folder is untouched."""
@@ -410,23 +496,31 @@ class Branch:
 
 
 def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:
-    """Stage on the fresh branch `merged` the three-way merge of `a` and `b`: their common base
-    (each path's base as the branch that touched it first recorded it) becomes its base."""
+    """Stage on the fresh branch `merged` the three-way merge of `a` and `b` (per hunk, as
+    `git merge-file` merges): their common base (each path's base as the branch that touched
+    it first recorded it) becomes its base; a path both changed in overlapping lines holds the
+    merge with conflict markers labelled with the branch names and `base`, and is listed in
+    `conflicts`."""
     with a._lock, b._lock:
         ours, theirs = a._versions[-1], b._versions[-1]
         paths = sorted({*ours.files, *theirs.files})
         bases = {**b._bases, **a._bases}
-        modes = {**b._modes, **a._modes}
+        base_modes = {**b._modes, **a._modes}
         mine = {p: a._current_bytes(ours, p) for p in paths}
         other = {p: b._current_bytes(theirs, p) for p in paths}
-    plan = merge_plan(mine, bases.get, other.get)
-    result = {p: plan.writes.get(p, other[p]) for p in paths} | {p: mine[p] for p in plan.conflicts}
-    changed = {p: d for p, d in result.items() if d != bases[p]}
+        modes = {**{p: b._mode(theirs, p) for p in theirs.modes},
+                 **{p: a._mode(ours, p) for p in ours.modes}}  # fmt: skip
+    plan = merge_plan(mine, bases.get, other.get, (a.name, "base", b.name))
+    result = {p: plan.writes.get(p, other[p]) for p in paths}
+    result |= {p: plan.marked.get(p, mine[p] if mine[p] is not None else other[p])
+               for p in plan.conflicts}  # fmt: skip
+    changed = {p: d for p, d in result.items() if d != bases[p] or p in modes}
     with merged._lock:
         merged._bases.update({p: bases[p] for p in changed})
-        merged._modes.update({p: modes[p] for p in changed if p in modes})
+        merged._modes.update({p: base_modes[p] for p in changed if p in base_modes})
         if changed:
-            merged._stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}")
+            merged._stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}",
+                          {p: m for p, m in modes.items() if p in changed})  # fmt: skip
         merged.conflicts = tuple(plan.conflicts)
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..paths import RelPath
 from ..text.patches import render_diff
 from ..text.positions import split_lines
+from .scratch import Entry
+from .staging import n_files
 
 
 class Diff(str):
@@ -25,7 +27,31 @@ class Diff(str):
 
 
 def version_diff(
-    files: Mapping[RelPath, bytes | None], bases: Mapping[RelPath, bytes | None]
+    files: Mapping[RelPath, bytes | None],
+    bases: Mapping[RelPath, bytes | None],
+    modes: Mapping[RelPath, int] | None = None,
+    base_modes: Mapping[RelPath, int] | None = None,
+    scratch: Sequence[Entry] = (),
 ) -> Diff:
-    """Every touched path of a version against its base (None: absent on that side)."""
-    return Diff("".join(render_diff(p, bases.get(p), files[p]) for p in sorted(files)))
+    """Every touched path of a version against its base (None: absent on that side), with
+    git's mode lines; then, when given, what runs left in the branch's scratch layer."""
+    modes, base_modes = modes or {}, base_modes or {}
+    text = "".join(
+        render_diff(p, bases.get(p), files[p], old_mode=base_modes.get(p),
+                    new_mode=modes.get(p, base_modes.get(p)))
+        for p in sorted(files)
+    )  # fmt: skip
+    return Diff(text + scratch_section(scratch))
+
+
+def scratch_section(entries: Sequence[Entry]) -> str:
+    """What runs wrote without keep=True: later runs see it; lints, diff and accept do not."""
+    if not entries:
+        return ""
+    rows = [f"# scratch: {n_files(len(entries))} written by runs, not staged (later runs see "
+            "them; accept does not)\n"]  # fmt: skip
+    for e in entries:
+        size = "" if e.size is None else f" {e.size} bytes"
+        mode = "" if e.mode is None else f" {e.mode:o}"
+        rows.append(f"#   {e.kind} {e.path}{size}{mode}\n")
+    return "".join(rows)

@@ -13,16 +13,19 @@ import stat
 import tempfile
 
 from ..errors import PathError, StagingError
-from ..paths import RelPath, is_within
+from ..paths import Protection, RelPath, is_within
+from .staging import LINK
 
 DEFAULT_MODE = 0o644
 
 
 class Folder:
-    """The user's folder at `root` (an absolute, resolved path)."""
+    """The user's folder at `root` (an absolute, resolved path); `protection` names the paths
+    accept must never write (checked here too, the last door before the disk)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, protection: Protection | None = None) -> None:
         self.root = root
+        self.protection = protection or Protection()
 
     def path(self, path: RelPath) -> str:
         """Absolute path of `path`; PathError if a symlink on the way leads out."""
@@ -51,11 +54,23 @@ class Folder:
     def content(self, path: RelPath) -> bytes | None:
         return self.read(path)[0]
 
+    def entry(self, path: RelPath) -> tuple[bytes | None, int]:
+        """Like `read`, but a symlink is (its target, LINK), as branches hold symlinks."""
+        full = self.path(path)
+        if os.path.islink(full):
+            return os.fsencode(os.readlink(full)), LINK
+        return self.read(path)
+
     def is_dir(self, path: RelPath) -> bool:
         return os.path.isdir(os.path.join(self.root, path))
 
-    def write_atomic(self, path: RelPath, data: bytes | None, mode: int) -> None:
-        """Replace (None: remove) one file; an existing file keeps the user's mode."""
+    def write_atomic(self, path: RelPath, data: bytes | None, mode: int | None = None) -> None:
+        """Replace (None: remove) one file atomically. `mode`: permission bits to set, LINK
+        to make a symlink whose target is `data`, None to keep the existing file's mode (a new
+        file gets 0644)."""
+        why = self.protection.reason(path)
+        if why is not None:
+            raise PathError(f"accept: {path!r} is protected ({why}); not written")
         full = self.path(path)
         if data is None:
             with contextlib.suppress(FileNotFoundError):
@@ -63,15 +78,39 @@ class Folder:
             return
         folder = os.path.dirname(full)
         os.makedirs(folder, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            mode = stat.S_IMODE(os.lstat(full).st_mode)
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(full)}.", suffix=".sk")
+        temp = _temp_name(folder, full)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                os.fchmod(f.fileno(), mode)
+            if mode == LINK:
+                os.symlink(os.fsdecode(data), temp)
+            else:
+                _write_file(temp, data, _mode(full, mode))
             os.replace(temp, full)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+
+
+def _temp_name(folder: str, full: str) -> str:
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(full)}.", suffix=".sk")
+    os.close(fd)
+    os.unlink(temp)  # the name only: a symlink or the file itself is made there next
+    return temp
+
+
+def _write_file(temp: str, data: bytes, mode: int) -> None:
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        os.fchmod(f.fileno(), mode)
+
+
+def _mode(full: str, mode: int | None) -> int:
+    """The mode asked for, else the existing regular file's, else 0644."""
+    if mode is not None:
+        return mode
+    with contextlib.suppress(FileNotFoundError):
+        st = os.lstat(full)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    return DEFAULT_MODE

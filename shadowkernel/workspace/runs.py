@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ShadowError
-from ..overlay.store import File, Override
+from ..overlay.store import Dir, File, Override
 from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane
 from . import arguments, scratch
-from .staging import Version, n_files
+from .staging import LINK, Version, n_files
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -57,23 +57,44 @@ async def run(branch: Branch, cmd: str | list[str], timeout: float, network: boo
         return result, f"{how}, {n_files(len(written))} written ({result.mode})"
 
     result: RunResult = await branch.workspace.submit(branch, version.number, "run", "run", job)
-    kept = stage_kept(branch, result.written) if keep else None
-    if kept is not None:
-        result = dataclasses.replace(result, notes=(*result.notes, f"kept as version {kept}"))
+    if keep:
+        kept, refused = stage_kept(branch, result.written)
+        notes = [f"kept as version {kept}"] if kept is not None else []
+        if refused:
+            notes.append(refused_note(refused))
+        result = dataclasses.replace(result, notes=(*result.notes, *notes))
     return result
 
 
-def stage_kept(branch: Branch, written: Mapping[RelPath, Override | None]) -> int | None:
-    """Stage what a run wrote as the branch's next version; None when nothing was keepable."""
+def stage_kept(
+    branch: Branch, written: Mapping[RelPath, Override | None]
+) -> tuple[int | None, list[RelPath]]:
+    """Stage what a run wrote as the branch's next version (None when nothing was keepable),
+    and the protected paths it wrote, which are never kept (DESIGN invariant 7)."""
     with branch._lock:
         version = branch._versions[-1]
         rules = scratch.ignore_rules(lambda p: _file_bytes(branch, version, p), written)
-        data = scratch.kept(written, rules, lambda f: _override_bytes(branch, f))
-        data = {p: d for p, d in data.items()
-                if d is not None or _file_bytes(branch, version, p) is not None}  # fmt: skip
+        protection = branch.workspace.protection
+        allowed, refused = protection.allowed(p for p, o in written.items()
+                                              if not isinstance(o, Dir))  # fmt: skip
+        data, modes = scratch.kept({p: written[p] for p in allowed}, rules,
+                                   lambda f: _override_bytes(branch, f))  # fmt: skip
+        links = [p for p in data if modes.get(p) == LINK
+                 and protection.link_reason(p, data[p] or b"") is not None]  # fmt: skip
+        allowed, refused = [p for p in data if p not in links], sorted([*refused, *links])
+        data = {p: data[p] for p in allowed
+                if data[p] is not None or _file_bytes(branch, version, p) is not None}  # fmt: skip
         if not data:
-            return None
-        return branch._stage(data, f"run kept ({n_files(len(data))})")
+            return None, refused
+        modes = {p: m for p, m in modes.items() if p in data}
+        return branch._stage(data, f"run kept ({n_files(len(data))})", modes), refused
+
+
+def refused_note(paths: list[RelPath], shown: int = 10) -> str:
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    listed = ", ".join(paths[:shown])
+    return (f"not kept: {n_files(len(paths))} in version-control metadata, protect= globs or "
+            f"links to them (they stay in the run's scratch): {listed}{more}")  # fmt: skip
 
 
 def _file_bytes(branch: Branch, version: Version, path: RelPath) -> bytes | None:

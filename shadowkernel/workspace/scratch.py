@@ -4,21 +4,22 @@ Later runs of the branch see the scratch layer over the version's manifest; lint
 accept do not. `Branch.run(..., keep=True)` turns what a run wrote under the project into the
 branch's next version instead (a formatter, a codemod, `sed -i`, generated code), less what
 the project's .gitignore files and the usual caches exclude; those stay in the scratch layer.
-Only text files are kept as versions (a version holds text the servers can open); binary
-files, symlinks and empty folders a run made stay in the scratch layer too.
+Files (text or binary, with their mode) and symlinks are kept; empty folders and special
+files a run made stay in the scratch layer, and so does anything it wrote to version-control
+metadata or a protected path (`paths.Protection`). `Scratch.listing` shows what the layer
+holds, so nothing a run wrote is invisible.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import pathspec
 
-from ..errors import StagingError
-from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, freeze
+from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Special, Symlink, freeze
 from ..paths import RelPath, join, parent
-from ..text.content import decode
+from .staging import LINK
 
 # Never kept as versions: build and tool caches, environments, VCS data.
 USUAL_CACHES = (
@@ -49,6 +50,32 @@ class Scratch:
 
     def clear(self) -> None:
         self.entries.clear()
+
+    def listing(self) -> list[Entry]:
+        return [entry(p, o) for p, o in sorted(self.entries.items())]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One path of a branch's scratch layer: what a run left there, that no version holds."""
+
+    path: RelPath
+    kind: str  # "file", "symlink", "dir", "special" or "deleted"
+    size: int | None  # bytes of a file, or of a symlink's target; None otherwise
+    mode: int | None = None  # a file's permission bits
+
+
+def entry(path: RelPath, override: Override) -> Entry:
+    if isinstance(override, File):
+        size = override.blob.size if override.blob is not None else None
+        return Entry(path, "file", size, override.mode & 0o7777)
+    if isinstance(override, Symlink):
+        return Entry(path, "symlink", len(override.target))
+    if isinstance(override, Dir):
+        return Entry(path, "dir", None)
+    if isinstance(override, Special):
+        return Entry(path, "special", None)
+    return Entry(path, "deleted", None)
 
 
 def ignore_rules(
@@ -89,18 +116,18 @@ def kept(
     written: Mapping[RelPath, Override | None],
     ignored: pathspec.GitIgnoreSpec,
     content: Callable[[File], bytes],
-) -> dict[RelPath, bytes | None]:
-    """What of a run's writes becomes the next version: text files and deletions, unignored."""
+) -> tuple[dict[RelPath, bytes | None], dict[RelPath, int]]:
+    """What of a run's writes becomes the next version: files (with their modes), symlinks
+    (mode LINK, their target as bytes) and deletions, unignored."""
     out: dict[RelPath, bytes | None] = {}
+    modes: dict[RelPath, int] = {}
     for path, override in sorted(written.items()):
-        if isinstance(override, (Dir, Symlink)) or ignored.match_file(path):
+        if isinstance(override, (Dir, Special)) or ignored.match_file(path):
             continue
         if override is None or override is WHITEOUT:
             out[path] = None
-            continue
-        assert isinstance(override, File)
-        data = content(override)
-        with contextlib.suppress(StagingError):
-            decode(data, path)
-            out[path] = data
-    return out
+        elif isinstance(override, Symlink):
+            out[path], modes[path] = override.target, LINK
+        elif isinstance(override, File):
+            out[path], modes[path] = content(override), override.mode & 0o777
+    return out, modes

@@ -12,15 +12,17 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ..errors import StagingError
-from ..overlay.store import WHITEOUT, Blob, Dir, File, Manifest, Override, freeze
+from ..overlay.store import WHITEOUT, Blob, Dir, File, Manifest, Override, Symlink, freeze
 from ..paths import RelPath, parent
 from ..sched import Snapshot
 from ..text.content import decode
 
 DEFAULT_MODE = 0o644
+LINK = 0o120000  # a path's mode when it is a symlink: its bytes are the link's target (as in git)
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class Version:
     files: Mapping[RelPath, bytes | None]  # every touched path -> bytes (None: deleted)
     manifest: Manifest  # what the shadow shows for it
     op: str  # what made it: "fork", "write pkg/mod.py", "patch (2 files)", ...
+    # the mode of each touched path whose mode the branch set (else its base's mode);
+    # LINK: a symlink whose target is the path's bytes
+    modes: Mapping[RelPath, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def n_files(n: int) -> str:
@@ -57,7 +62,11 @@ def staged(
         if content is None:
             out[path] = WHITEOUT
             continue
-        out[path] = File(make(content), None, modes.get(path, DEFAULT_MODE), now)
+        mode = modes.get(path, DEFAULT_MODE)
+        if mode == LINK:
+            out[path] = Symlink(content, now)
+        else:
+            out[path] = File(make(content), None, mode, now)
         folder = parent(path)
         while folder and folder not in out and not is_user_dir(folder):
             out[folder] = Dir(origin=None)  # a new folder: nothing shows through it
@@ -65,9 +74,31 @@ def staged(
     return freeze(out)
 
 
+def texts(version: Version) -> dict[RelPath, str]:
+    """The version's staged text files (what servers open); binary files and links are not."""
+    out = {}
+    for path, data in version.files.items():
+        if data is None or version.modes.get(path) == LINK:
+            continue
+        with contextlib.suppress(UnicodeDecodeError):
+            out[path] = data.decode("utf-8")
+    return out
+
+
+def is_text(data: bytes) -> bool:
+    """Whether bytes are editable text (UTF-8 without NUL bytes), as `text.content` decides."""
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def version_snapshot(uid: int, version: Version) -> Snapshot:
     """What the scheduler shows for a branch's version: its manifest and its open documents."""
-    documents = {p: d.decode("utf-8") for p, d in version.files.items() if d is not None}
+    documents = texts(version)
     return Snapshot(("branch", uid, version.number), version.manifest, documents)
 
 
@@ -85,7 +116,11 @@ def base_snapshot(
         if base is None:
             manifest[path] = WHITEOUT
             continue
-        manifest[path] = File(base_blob(path, base), None, modes.get(path, DEFAULT_MODE), 0)
+        mode = modes.get(path, DEFAULT_MODE)
+        if mode == LINK:
+            manifest[path] = Symlink(base)
+            continue
+        manifest[path] = File(base_blob(path, base), None, mode, 0)
         with contextlib.suppress(StagingError):
             documents[path] = decode(base, path)
     key = ("base", tuple((p, digest(bases[p])) for p in sorted(bases)))

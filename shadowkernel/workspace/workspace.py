@@ -38,7 +38,7 @@ from ..lsp.specs import ServerSpec, resolve_specs
 from ..overlay.detached import DetachedShadow, private_cache_env
 from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
-from ..paths import RelPath
+from ..paths import Protection, RelPath
 from ..run import capabilities
 from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
 from . import arguments
@@ -71,7 +71,11 @@ def _close_open_workspaces() -> None:
 
 
 class Workspace:
-    """The user's folder, its shadow(s) and the branches staged on top of it."""
+    """The user's folder, its shadow(s) and the branches staged on top of it.
+
+    `protect`: globs (gitignore syntax) of paths no branch may stage, keep from a run or
+    accept, beside version-control metadata, which is always protected (`paths.Protection`).
+    """
 
     def __init__(
         self,
@@ -84,6 +88,7 @@ class Workspace:
         idle_timeout: float = 900,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         mode: str = "auto",
+        protect: Sequence[str] = (),
     ) -> None:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
@@ -96,7 +101,8 @@ class Workspace:
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
         self.servers = tuple(servers)
         self.mode, self.mode_reason = "fuse", ""  # set by _open_shadows
-        self.folder = Folder(self.root)
+        self.protection = Protection(arguments.names("protect", protect) or ())
+        self.folder = Folder(self.root, self.protection)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
         self.bridge = LoopThread()
@@ -167,9 +173,9 @@ class Workspace:
     # -- branches --------------------------------------------------------------------------
 
     def branch(self, name: str) -> Branch:
-        """A new branch forked from the user's current files."""
-        if not isinstance(name, str) or not name:
-            raise ArgumentError(f"name={name!r}: give a non-empty string")
+        """A new branch forked from the user's current files; `name` follows git's rules for
+        branch names (what `git check-ref-format --branch` accepts)."""
+        arguments.branch_name(name)
         with self._lock:
             self.check_open()
             if name in self._branches:
@@ -192,8 +198,10 @@ class Workspace:
         """A new branch holding the three-way merge of `a` and `b` over their common base.
 
         Lint and run it to learn whether two agents' edits work together before either is
-        accepted. Where both changed the same lines, the path is listed in the new branch's
-        `conflicts` and holds `a`'s text. Neither branch, nor the user's folder, is changed.
+        accepted. Files merge per hunk as `git merge-file` merges them (both sides'
+        non-conflicting hunks kept); where both changed the same lines, the path is listed in
+        the new branch's `conflicts` and holds git's conflict markers, labelled with the
+        branch names and `base`. Neither branch, nor the user's folder, is changed.
         """
         for arg, branch in (("a", a), ("b", b)):
             if not isinstance(branch, Branch) or branch.workspace is not self:
