@@ -913,3 +913,29 @@ def test_runs_start_while_the_machine_mounts_and_unmounts(tmp_path: Path) -> Non
         churner.join(30)
         shutil.rmtree(churn_dir)
     assert [r.exit_code for r in ran] == [0] * 30, [r.stderr for r in ran if r.exit_code]
+
+
+SIX = "1.17.0"
+
+
+def suite_summary(output: str) -> str:
+    """pytest's last line without its timing: '987 passed, 2 skipped'."""
+    return output.strip().splitlines()[-1].split(" in ")[0].strip("= ")
+
+
+def test_a_real_librarys_suite_passes_in_the_filtered_sandbox_as_natively(tmp_path) -> None:
+    """six from PyPI: its own tests, natively and in a run (bwrap, the seccomp filter,
+    offline), give the same summary."""
+    from shadowkernel.evals.pypi import unpack
+    from shadowkernel.overlay.shadow import Shadow
+
+    library = unpack("six", SIX, tmp_path / "library")
+    native = unpack("six", SIX, tmp_path / "native")
+    suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_six.py"]
+    natively = subprocess.run(suite, cwd=native, capture_output=True, text=True, timeout=600)
+    with Shadow(library) as shadow:
+        inside = run_in_shadow(shadow, {}, suite, timeout=600)
+    assert inside.exit_code == natively.returncode == 0, inside.stdout[-2000:]
+    assert suite_summary(inside.stdout) == suite_summary(natively.stdout)
+    assert " passed" in suite_summary(inside.stdout)
+    assert any("seccomp filter" in note for note in inside.notes)
