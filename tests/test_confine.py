@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from overlay_helpers import make_project, needs_fuse, snapshot
 
 from shadowkernel.errors import RunError
 from shadowkernel.run import landlock, seccomp
@@ -242,3 +243,39 @@ def test_the_landlock_helper_confines_the_command_it_starts(tmp_path: Path, netw
     assert doors["abstract"] == doors["signal"] == "PermissionError"  # scoped either way
     tcp = "done" if network else "PermissionError"
     assert doors["tcp"] == doors["bind"] == tcp
+
+
+# -- a FUSE shadow where bwrap cannot start: Landlock at the mount path ---------------------------
+
+
+@needs_fuse
+@pytest.mark.skipif(landlock.abi() < 4, reason=f"needs Landlock ABI 4 (here {landlock.abi()})")
+def test_a_mounted_shadow_without_bwrap_runs_at_its_mount_confined_by_landlock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where FUSE mounts but bwrap cannot start (Ubuntu 24.04 refuses normal users new user
+    namespaces; fusermount3 is setuid): the one seam is the probe saying so; the mount, the
+    run and Landlock are real."""
+    from shadowkernel.overlay.shadow import Shadow
+    from shadowkernel.run import capabilities, run_in_shadow
+
+    facts = Facts(None, None, "bwrap refused (forced by the test)", None, landlock.abi())
+    monkeypatch.setattr(capabilities, "probe", lambda: facts)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    project = make_project(tmp_path / "project")
+    before = snapshot(project)
+    script = (f"echo made > made.txt; echo x > {outside}/f || echo outside-refused; "
+              f"echo y > {project}/direct || echo folder-refused; echo t > $TMPDIR/t && cat $TMPDIR/t")  # fmt: skip
+    with Shadow(project) as shadow, socket.create_server(("127.0.0.1", 0)) as server:
+        ran = run_in_shadow(shadow, {}, script)
+        tcp = f"import socket; socket.create_connection(('127.0.0.1', {server.getsockname()[1]}))"
+        offline = run_in_shadow(shadow, {}, tcp, python=True)
+        online = run_in_shadow(shadow, {}, tcp, python=True, network=True)
+        bare = run_in_shadow(shadow, {}, "true", sandbox=False)
+    assert ran.stdout.split() == ["outside-refused", "folder-refused", "t"], ran.stderr
+    assert ran.mode == "fuse-at-mountpoint" and list(ran.written) == ["made.txt"]
+    assert any(n.startswith("confined by Landlock ABI") for n in ran.notes), ran.notes
+    assert "PermissionError" in offline.stderr and online.ok, online.stderr
+    assert any(n.startswith("not confined (sandbox=False)") for n in bare.notes)
+    assert snapshot(project) == before and list(outside.iterdir()) == []
