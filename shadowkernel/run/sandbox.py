@@ -167,8 +167,9 @@ def confined(plan: Plan, layer: str, landlock_abi: int, writable: Sequence[str],
 
 
 def prefix(plan: Plan) -> list[str]:
-    """`sh -c SCRIPT sh VALUES...` joining the cgroups (and changing directory where no
-    sandbox does it), then exec'ing the rest; or nothing when there is nothing to do."""
+    """`sh -c SCRIPT sh VALUES...` joining the cgroups (changing directory where no sandbox
+    does it; opening the seccomp filter's file for bwrap), then exec'ing the rest; or nothing
+    when there is nothing to do."""
     cd = [] if plan.namespaces else [plan.cwd]
     seccomp = [plan.seccomp] if plan.seccomp and plan.namespaces else []
     values = [*plan.cgroup_procs, *cd, *seccomp]
