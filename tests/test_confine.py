@@ -6,6 +6,7 @@ tests/test_fallback_child.py in an unprivileged child) hold them inside whole ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -33,24 +34,35 @@ NATIVE = platform.machine() in ("x86_64", "aarch64")
 
 
 def test_bwrap_first_then_landlock_and_unconfined_only_when_asked() -> None:
-    assert confinement(True, HOST).layer == "bwrap"
-    assert confinement(True, CONTAINER).layer == "landlock"
-    assert confinement(False, HOST).layer == confinement(False, OLD_KERNEL).layer == "none"
-    with pytest.raises(RunError, match="cannot confine runs.*pass sandbox=False"):
-        confinement(True, OLD_KERNEL)
+    assert confinement(True, False, HOST).layer == "bwrap"
+    assert confinement(True, False, CONTAINER).layer == "landlock"
+    assert confinement(False, False, HOST).layer == "none"
+    assert confinement(False, False, OLD_KERNEL).layer == "none"
+    for network in (False, True):  # the network is not a way around confinement
+        with pytest.raises(RunError, match="cannot confine runs.*pass sandbox=False"):
+            confinement(True, network, OLD_KERNEL)
+
+
+def test_an_offline_run_needs_a_landlock_that_refuses_tcp() -> None:
+    no_tcp = dataclasses.replace(CONTAINER, landlock=3)
+    with pytest.raises(RunError, match=r"cannot keep a run offline.*ABI 3.*pass network=True"):
+        confinement(True, False, no_tcp)
+    assert confinement(True, True, no_tcp).layer == "landlock"
 
 
 def test_the_note_names_the_layer_and_the_abi() -> None:
-    offline = confinement(True, CONTAINER).note(network=False)
+    offline = confinement(True, False, CONTAINER).note(network=False)
     assert (
         offline.startswith("confined by Landlock ABI 7")
         and "TCP connect and bind refused" in offline
     )
     assert "bwrap cannot start here: bwrap refused" in offline
-    assert "TCP" not in confinement(True, CONTAINER).note(network=True)
-    assert "seccomp" in confinement(True, HOST).note(network=False)
-    assert "Landlock ABI 7 scoped" in confinement(True, HOST).note(network=True)
-    assert confinement(False, HOST).note(network=True).startswith("not confined (sandbox=False)")
+    assert "TCP" not in confinement(True, True, CONTAINER).note(network=True)
+    assert "seccomp" in confinement(True, False, HOST).note(network=False)
+    assert "Landlock ABI 7 scoped" in confinement(True, False, HOST).note(network=True)
+    assert (
+        confinement(False, True, HOST).note(network=True).startswith("not confined (sandbox=False)")
+    )
     assert "needs ABI 4" in landlock.describe(3, True, True)
 
 

@@ -113,16 +113,22 @@ class Confinement:
                 "any process of this user")  # fmt: skip
 
 
-def confinement(sandbox: bool, facts: Facts | None = None) -> Confinement:
+def confinement(sandbox: bool, network: bool, facts: Facts | None = None) -> Confinement:
     """The layer a run gets: bwrap where it starts, else Landlock; none only when asked
-    (`sandbox=False`); where neither can confine it, a RunError saying what to pass."""
+    (`sandbox=False`); where neither can confine it, a RunError saying what to pass. An
+    offline run needs a Landlock that refuses TCP (ABI >= 4) to stay offline."""
     facts = facts or probe()
     if not sandbox:
         return Confinement("none", facts.landlock, facts.namespaces)
     if facts.namespaces is None:
         return Confinement("bwrap", facts.landlock)
-    if facts.landlock >= 1:
+    if facts.landlock >= 4 or (facts.landlock >= 1 and network):
         return Confinement("landlock", facts.landlock, facts.namespaces)
+    if facts.landlock >= 1:
+        raise RunError(f"this machine cannot keep a run offline: no sandbox "
+                       f"({facts.namespaces}), and its Landlock (ABI {facts.landlock}) cannot "
+                       "refuse TCP before Linux 6.7; pass network=True to run with the "
+                       "network (still confined)")  # fmt: skip
     raise RunError(f"this machine cannot confine runs: no sandbox ({facts.namespaces}) and "
                    "no Landlock (Linux >= 5.13 with landlock among its security modules); "
                    "pass sandbox=False to run unconfined anyway")  # fmt: skip

@@ -107,7 +107,7 @@ def run_in_shadow(
         time.monotonic(), freeze(manifest), command, python, rel(cwd), network, mode, environment,
         _layered(environment, outside, shadow.source),
         Limits(max_processes, max_memory, max_disk), timeout, output_cap, cancel, outside,
-        capabilities.confinement(sandbox),
+        capabilities.confinement(sandbox, network),
     )  # fmt: skip
     return _strategy(shadow)(shadow, request)
 
