@@ -8,6 +8,7 @@ where the workspace falls back by itself.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.timeout(240)
 OK = Facts(fuse_device=None, fusermount=None, namespaces=None, overlayfs=None)
 NO_DEVICE = Facts("/dev/fuse is missing", None, "unshare refused: EPERM", None)
 NAMESPACES = capabilities.probe().namespaces is None  # what this machine (or child) allows
+LANDLOCK = capabilities.probe().landlock  # its ABI; confines runs where bwrap cannot start
 MODE = "auto" if FALLBACK_CHILD else "documents"  # the child falls back by itself
 
 
@@ -40,7 +42,12 @@ def test_the_mode_follows_the_facts_and_says_why() -> None:
     assert decide("auto", OK).name == "fuse"
     auto = decide("auto", NO_DEVICE)
     assert auto.name == "documents" and "/dev/fuse is missing" in auto.reason
-    assert "offline runs refused" in auto.reason and "unshare refused" in auto.reason
+    assert "runs refused unless sandbox=False" in auto.reason and "unshare refused" in auto.reason
+    landlocked = decide("auto", dataclasses.replace(NO_DEVICE, landlock=6))
+    assert (
+        "runs in a private copy confined by Landlock (ABI 6; no sandbox: unshare"
+        in landlocked.reason
+    )
     asked = decide("documents", OK)
     assert asked.name == "documents" and "asked for" in asked.reason
     assert "in a private copy in the sandbox" in asked.reason
@@ -230,14 +237,30 @@ def test_in_the_sandbox_runs_are_offline_and_leave_the_venv_alone(
 
 
 @pytest.mark.skipif(NAMESPACES, reason="this machine has the sandbox")
-def test_without_namespaces_offline_runs_are_refused_and_the_venv_caveat_said(
-    ws: sk.Workspace,
+def test_without_namespaces_runs_are_confined_by_landlock_or_refused(
+    ws: sk.Workspace, project: Path
 ) -> None:
     a = ws.branch("no-ns")
-    with pytest.raises(RunError, match="pass network=True"):
-        a.run("true")
-    result = a.run("true", network=True)
-    assert any(".venv reached at the real path, writable" in note for note in result.notes)
+    if not LANDLOCK:
+        with pytest.raises(RunError, match="pass sandbox=False"):
+            a.run("true", network=True)  # the network is not a way around confinement
+        result = a.run("true", sandbox=False)
+        assert any(".venv reached at the real path, writable" in n for n in result.notes)
+        return
+    before = snapshot(project)
+    script = ("touch .venv/new || echo venv-refused; touch ~/sk-new || echo home-refused; "
+              "echo t > $TMPDIR/t && cat $TMPDIR/t; echo made > made.txt")  # fmt: skip
+    result = a.run(script)  # offline, by default
+    assert result.ok and result.stdout.split() == ["venv-refused", "home-refused", "t"], result
+    assert list(result.written) == ["made.txt"] and not result.path_transparent
+    assert any(n.startswith(f"confined by Landlock ABI {LANDLOCK}") for n in result.notes)
+    assert any(".venv reached at the real path, read-only (Landlock)" in n for n in result.notes)
+    assert snapshot(project) == before
+
+
+def test_sandbox_takes_only_a_flag(ws: sk.Workspace) -> None:
+    with pytest.raises(ArgumentError, match="sandbox='no': give True or False"):
+        ws.branch("flag").run("true", sandbox="no")
 
 
 def test_run_modes_that_need_a_mount_are_refused(ws: sk.Workspace) -> None:

@@ -13,13 +13,20 @@ back to documents mode by itself, nothing forces it), and tests marked
 
 A third child, "nocap", is the Docker-as-root case: root without CAP_SYS_ADMIN, /dev/fuse
 present. The probes allow a mount, mounting fails, and mode="auto" falls back on that.
+
+In the "locked" child bwrap cannot start, so runs are confined by Landlock: the escape battery
+of tests/test_sandbox.py runs there too (writes outside absorbed or refused, the host's
+loopback and abstract sockets and processes out of reach), and a real library's suite (six
+from PyPI) passes inside a run as it does natively in the same child.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from overlay_helpers import FUSE_REASON
+from overlay_helpers import FUSE_REASON, snapshot
 
 from shadowkernel.paths import is_within
 
@@ -125,6 +132,10 @@ def child_tmp() -> Iterator[Path]:
 def prepare(tmp: Path) -> None:
     """The child's /tmp: its home with the kernel spec, all owned by the child's user."""
     _copy_kernelspec(tmp / "home/.local/share/jupyter/kernels")
+    give_to_child(tmp)
+
+
+def give_to_child(tmp: Path) -> None:
     user = child_user()
     if user is not None:
         for folder, _, files in os.walk(tmp):
@@ -142,19 +153,22 @@ def _copy_kernelspec(kernels: Path) -> None:
         shutil.copytree(found, kernels / "shadowkernel")
 
 
-def run_child(
-    variant: str, tmp: Path, files: list[str], *extra: str
-) -> subprocess.CompletedProcess[str]:
-    env = {
+def child_env(variant: str) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": "/tmp/home",
         "PYTHONPATH": str(ROOT),
         "PYTHONDONTWRITEBYTECODE": "1",
         "SHADOWKERNEL_FALLBACK_CHILD": variant,
     }
+
+
+def run_child(
+    variant: str, tmp: Path, files: list[str], *extra: str
+) -> subprocess.CompletedProcess[str]:
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                    "-o", "addopts=", *files, *extra]  # fmt: skip
-    return subprocess.run(child_argv(variant, tmp, pytest_argv), cwd=ROOT, env=env,
+    return subprocess.run(child_argv(variant, tmp, pytest_argv), cwd=ROOT, env=child_env(variant),
                           capture_output=True, text=True, timeout=1400)  # fmt: skip
 
 
@@ -180,3 +194,87 @@ def test_workspace_run_and_kernel_tests_pass_in_fallback_mode(
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skipped) <= 4 and all("fallback differs" in s or "sandbox" in s
                                      for s in skipped), tail  # fmt: skip
+
+
+# -- the escape battery against Landlock, in the locked child ---------------------------------
+
+# Runs in the child: the battery's probe and a real library's suite through run_in_shadow on a
+# DetachedShadow (documents mode: a private copy), offline; the suite natively too.
+DRIVE = r"""
+import json, os, re, socket, subprocess, sys
+from shadowkernel.overlay.detached import DetachedShadow
+from shadowkernel.run import run_in_shadow
+
+project, library, native, probe, given = sys.argv[1:6]
+args = json.loads(given)
+sleeper = subprocess.Popen(["sleep", "600"])  # the child's own process: same uid as the run
+listener = socket.socket(socket.AF_UNIX)
+listener.bind(b"\0" + args["abstract"].encode())
+listener.listen(8)
+args["sleeper"] = sleeper.pid
+suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_six.py"]
+
+def summary(text):
+    return re.sub(r" in [0-9.]+s.*", "", text.strip().splitlines()[-1])
+
+with DetachedShadow(project) as shadow:
+    ran = run_in_shadow(shadow, {}, [sys.executable, "-c", probe, json.dumps(args)])
+    made = run_in_shadow(shadow, {}, "echo made > made.txt; echo x >> pkg/mod.py")
+with DetachedShadow(library) as shadow:
+    inside = run_in_shadow(shadow, {}, suite, timeout=900)
+natively = subprocess.run(suite, cwd=native, capture_output=True, text=True)
+sleeper.kill()
+print(json.dumps({"exit": ran.exit_code, "stdout": ran.stdout, "stderr": ran.stderr,
+                  "notes": ran.notes, "made": sorted(made.written),
+                  "suite": [summary(inside.stdout), inside.exit_code],
+                  "native": [summary(natively.stdout), natively.returncode]}))
+"""
+
+
+def test_the_escape_battery_finds_landlock_holding_in_the_locked_child(child_tmp: Path) -> None:
+    from overlay_helpers import make_project
+    from test_sandbox import PROBE, SIX, SYSCALLS
+
+    from shadowkernel.evals.pypi import unpack
+
+    project = make_project(child_tmp / "project")
+    library = unpack("six", SIX, child_tmp / "library")
+    native = unpack("six", SIX, child_tmp / "native")
+    outside = child_tmp / "outside"
+    outside.mkdir(mode=0o777)
+    outside.chmod(0o777)  # the child's user may write here: only Landlock stops the run
+    home = child_tmp / "home"
+    (home / ".bashrc").write_text("# the child's home\n")
+    give_to_child(child_tmp)
+    before = (snapshot(project), snapshot(home), snapshot(library))
+    paths = {"outside": "/tmp/outside", "project": "/tmp/project",
+             "library": f"/tmp/library/{library.name}", "native": f"/tmp/native/{native.name}"}  # fmt: skip
+    only = ["tmp_outside", "home_rc", "home_new", "etc", "signal_host", "host_loopback",
+            "abstract_socket", "status"]  # fmt: skip
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.setblocking(False)
+        args = {"outside": paths["outside"], "marker": ["sk-", "none"], "only": only,
+                "port": server.getsockname()[1], "device": [0, 0], "devname": "none",
+                "syscalls": SYSCALLS, "abstract": f"sk-child-{os.getpid()}"}  # fmt: skip
+        argv = [sys.executable, "-c", DRIVE, paths["project"], paths["library"], paths["native"],
+                PROBE, json.dumps(args)]  # fmt: skip
+        done = subprocess.run(child_argv("locked", child_tmp, argv), cwd=ROOT,
+                              env=child_env("locked"), capture_output=True, text=True,
+                              timeout=1200)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        try:
+            server.accept()[0].close()
+            accepted = True
+        except BlockingIOError:
+            accepted = False
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["exit"] == 0, got["stderr"]
+    report = json.loads(got["stdout"])
+    assert {door: report[door].split(":")[0] for door in only if door != "status"} == {
+        door: "refused" for door in only if door != "status"}, report  # fmt: skip
+    assert not accepted and list(outside.iterdir()) == []
+    assert (snapshot(project), snapshot(home), snapshot(library)) == before
+    assert report["status"]["CapEff"] == 0
+    assert any(n.startswith("confined by Landlock ABI") for n in got["notes"]), got["notes"]
+    assert got["made"] == ["made.txt", "pkg/mod.py"]  # the project's writes: the branch's
+    assert got["suite"] == got["native"] and " passed" in got["suite"][0], got

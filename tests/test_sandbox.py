@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import pwd
 import resource
 import shutil
@@ -41,7 +42,7 @@ from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
 from test_run import marked, wait_for
 
 import shadowkernel
-from shadowkernel.run import capabilities, run_in_shadow
+from shadowkernel.run import capabilities, run_in_shadow, seccomp
 
 pytestmark = [needs_root, needs_fuse,
               pytest.mark.skipif(capabilities.probe().namespaces is not None,
@@ -50,6 +51,10 @@ pytestmark = [needs_root, needs_fuse,
 USER = "skprobe"
 PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 MiB = 2**20
+SYSCALLS = seccomp.AARCH64 if platform.machine() == "aarch64" else seccomp.X86_64
+# The system calls a run never needs (seccomp.py); each is open to a process outside.
+SYSCALL_DOORS = ["keyctl", "add_key", "userfaultfd", "io_uring_setup", "bpf", "perf_event_open",
+                 "unshare_user"]  # fmt: skip
 
 # Runs inside: tries every door, prints {door: what happened} as JSON. Standard library only.
 PROBE = r"""
@@ -113,6 +118,22 @@ def shell(command):
     if done.returncode:
         raise OSError(done.returncode, done.stderr.strip())
 
+def syscall(name, *arguments):  # a system call by number; a descriptor it gives is closed
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    result = libc.syscall(ctypes.c_long(args["syscalls"][name]), *arguments)
+    if result < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    if name in ("userfaultfd", "io_uring_setup", "perf_event_open"):
+        os.close(result)
+
+def abstract_socket(name):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(b"\0" + name.encode())
+
+perf = ctypes.create_string_buffer(128)  # perf_event_attr: a software clock of this process
+perf[0:4], perf[4:8] = (1).to_bytes(4, "little"), (128).to_bytes(4, "little")
+
 attempt("tmp_outside", lambda: write(os.path.join(args["outside"], "inside.txt")))
 attempt("home_rc", lambda: write(os.path.expanduser("~/.bashrc"), "echo pwned\n"))
 attempt("home_new", lambda: write(os.path.expanduser("~/new.txt"), mode="w"))
@@ -132,6 +153,14 @@ attempt("host_loopback", lambda: connect(args["port"]))
 attempt("mount", lambda: shell(["mount", "-t", "tmpfs", "probe", "/tmp"]))
 attempt("umount", lambda: shell(["umount", "-l", os.getcwd()]))
 attempt("status", status)
+attempt("abstract_socket", lambda: abstract_socket(args["abstract"]))
+attempt("keyctl", lambda: syscall("keyctl", 0, -3, 1))  # the session keyring's id
+attempt("add_key", lambda: syscall("add_key", b"user", b"sk-probe", b"x", 1, -2))
+attempt("userfaultfd", lambda: syscall("userfaultfd", 0o2000000))
+attempt("io_uring_setup", lambda: syscall("io_uring_setup", 1, ctypes.create_string_buffer(120)))
+attempt("bpf", lambda: syscall("bpf", 0, ctypes.create_string_buffer(72), 72))
+attempt("perf_event_open", lambda: syscall("perf_event_open", perf, 0, -1, -1, 0))
+attempt("unshare_user", lambda: syscall("unshare", 0x10000000))  # last: it moves the probe
 print(json.dumps(report))
 """
 
@@ -380,13 +409,14 @@ def battery(who: AsRoot | AsUser, base: Path) -> Iterator[dict]:
     marker = f"sk-host-{uuid.uuid4().hex[:12]}"
     sleeper = subprocess.Popen(["bash", "-c", f"exec -a {marker} sleep 600"])
     device = os.stat(who.project).st_dev
-    with socket.socket() as server:
+    with socket.socket() as server, abstract_listener() as abstract:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
         server.setblocking(False)
         args = {"outside": str(outside), "marker": [marker[:8], marker[8:]], "sleeper": sleeper.pid,
                 "port": server.getsockname()[1], "device": [os.major(device), os.minor(device)],
-                "devname": block_device_name(device)}  # fmt: skip
+                "devname": block_device_name(device), "syscalls": SYSCALLS,
+                "abstract": abstract}  # fmt: skip
         before = (snapshot(who.project), tree_hash(who.home))
         ran = who.run([PYTHON, "-c", PROBE, json.dumps(args)])
         after = (snapshot(who.project), tree_hash(who.home))
@@ -397,6 +427,17 @@ def battery(who: AsRoot | AsUser, base: Path) -> Iterator[dict]:
     assert ran.exit_code == 0, ran.stderr
     yield {"report": json.loads(ran.stdout), "ran": ran, "before": before, "after": after,
            "outside": outside, "accepted": accepted, "sleeper_alive": alive, "marker": marker}  # fmt: skip
+
+
+@contextlib.contextmanager
+def abstract_listener() -> Iterator[str]:
+    """A unix socket of the host's in the abstract namespace (no file: only the network
+    namespace, or Landlock's scoping, keeps a run from it); yields its name."""
+    name = f"sk-abstract-{uuid.uuid4().hex[:12]}"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(b"\0" + name.encode())
+        listener.listen(8)
+        yield name
 
 
 def block_device_name(device: int) -> str:
@@ -423,22 +464,24 @@ def test_the_probe_finds_the_doors_open_outside_a_sandbox(base: Path) -> None:
     device = os.stat(base).st_dev
     # Not raw_device: this machine's devices cgroup already refuses even root that open.
     only = ["tmp_outside", "block_devices", "cgroups", "host_process", "signal_host",
-            "host_loopback", "status"]  # fmt: skip
+            "host_loopback", "status", "abstract_socket", "keyctl", "add_key", "userfaultfd",
+            "io_uring_setup", "unshare_user"]  # fmt: skip
     try:
-        with socket.socket() as server:
+        with socket.socket() as server, abstract_listener() as abstract:
             server.bind(("127.0.0.1", 0))
             server.listen(8)
             args = {"outside": str(outside), "marker": [marker[:8], marker[8:]], "only": only,
                     "sleeper": sleeper.pid, "port": server.getsockname()[1],
                     "device": [os.major(device), os.minor(device)],
-                    "devname": block_device_name(device)}  # fmt: skip
+                    "devname": block_device_name(device), "syscalls": SYSCALLS,
+                    "abstract": abstract}  # fmt: skip
             native = subprocess.run([PYTHON, "-c", PROBE, json.dumps(args)], cwd=outside,
                                     capture_output=True, text=True, check=True)  # fmt: skip
     finally:
         sleeper.kill()
         sleeper.wait()
     report = json.loads(native.stdout)
-    assert [door for door in only if str(report[door]).startswith("refused")] == []
+    assert [door for door in only if str(report[door]).startswith("refused")] == [], report
     assert report["host_process"].startswith("seen") and report["block_devices"] != []
     assert report["status"]["CapEff"] != 0 and report["status"]["uid_map"] == "0 0 4294967295"
     assert (outside / "inside.txt").exists()
@@ -478,6 +521,47 @@ def test_no_device_node_can_be_made_and_no_disk_is_there_to_read(battery: dict) 
 
 def test_sysrq_proc_sys_and_sys_are_read_only(battery: dict) -> None:
     refused(battery, "sysrq", "proc_sys", "sys")
+
+
+def test_system_calls_a_run_never_needs_are_refused(battery: dict) -> None:
+    """keyrings, userfaultfd, io_uring, bpf, perf events, new user namespaces (seccomp.py)."""
+    refused(battery, *SYSCALL_DOORS)
+    assert any("seccomp filter" in note for note in battery["ran"].notes)
+
+
+def test_the_hosts_abstract_unix_sockets_are_out_of_reach(battery: dict) -> None:
+    refused(battery, "abstract_socket")  # offline: a network namespace of its own
+
+
+ABSTRACT_AND_LOOPBACK = """
+import json, socket, sys
+def attempt(action):
+    try:
+        action()
+        return "done"
+    except OSError as error:
+        return type(error).__name__
+def abstract():
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(b"\\0" + sys.argv[1].encode())
+print(json.dumps({"abstract": attempt(abstract), "loopback": attempt(
+    lambda: socket.create_connection(("127.0.0.1", int(sys.argv[2])), 3).close())}))
+"""
+
+
+def test_with_the_network_a_run_reaches_tcp_but_not_the_hosts_abstract_sockets(who) -> None:
+    """network=True shares the machine's network namespace, and so its abstract sockets
+    (D-Bus, X11): Landlock (ABI >= 6) scopes them to the run inside the sandbox."""
+    from shadowkernel.run import landlock
+
+    if landlock.abi() < 6:
+        pytest.skip(f"needs Landlock ABI 6 (here {landlock.abi()})")
+    with socket.create_server(("127.0.0.1", 0)) as server, abstract_listener() as abstract:
+        port = str(server.getsockname()[1])
+        ran = who.run([PYTHON, "-c", ABSTRACT_AND_LOOPBACK, abstract, port], network=True)
+    assert ran.exit_code == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"abstract": "PermissionError", "loopback": "done"}
+    assert any("Landlock ABI" in note and "scoped" in note for note in ran.notes), ran.notes
 
 
 def test_the_run_cannot_move_itself_out_of_its_cgroups(battery: dict) -> None:
@@ -829,3 +913,29 @@ def test_runs_start_while_the_machine_mounts_and_unmounts(tmp_path: Path) -> Non
         churner.join(30)
         shutil.rmtree(churn_dir)
     assert [r.exit_code for r in ran] == [0] * 30, [r.stderr for r in ran if r.exit_code]
+
+
+SIX = "1.17.0"
+
+
+def suite_summary(output: str) -> str:
+    """pytest's last line without its timing: '987 passed, 2 skipped'."""
+    return output.strip().splitlines()[-1].split(" in ")[0].strip("= ")
+
+
+def test_a_real_librarys_suite_passes_in_the_filtered_sandbox_as_natively(tmp_path) -> None:
+    """six from PyPI: its own tests, natively and in a run (bwrap, the seccomp filter,
+    offline), give the same summary."""
+    from shadowkernel.evals.pypi import unpack
+    from shadowkernel.overlay.shadow import Shadow
+
+    library = unpack("six", SIX, tmp_path / "library")
+    native = unpack("six", SIX, tmp_path / "native")
+    suite = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_six.py"]
+    natively = subprocess.run(suite, cwd=native, capture_output=True, text=True, timeout=600)
+    with Shadow(library) as shadow:
+        inside = run_in_shadow(shadow, {}, suite, timeout=600)
+    assert inside.exit_code == natively.returncode == 0, inside.stdout[-2000:]
+    assert suite_summary(inside.stdout) == suite_summary(natively.stdout)
+    assert " passed" in suite_summary(inside.stdout)
+    assert any("seccomp filter" in note for note in inside.notes)

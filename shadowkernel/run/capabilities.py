@@ -10,8 +10,9 @@ Two modes:
   pods, many clusters and macOS end up here.
 
 Runs also depend on the sandbox (bwrap in its own user, PID and network namespaces: offline
-runs, a read-only machine) and on overlayfs; the probes record those too, so the reason a
-workspace gives names all of them.
+runs, a read-only machine), on Landlock (which confines runs where bwrap cannot start: an
+unprivileged container) and on overlayfs; the probes record those too, so the reason a
+workspace gives names all of them. `confinement` picks the layer for one run.
 
 `decide` is a pure function over probed `Facts` (tested directly); `probe()` does the I/O,
 once per process. Caveat: the probes show what should work; a FUSE mount can still fail
@@ -28,7 +29,8 @@ import stat
 import subprocess
 from dataclasses import dataclass
 
-from ..errors import ArgumentError, OverlayError
+from ..errors import ArgumentError, OverlayError, RunError
+from . import landlock
 from .sandbox import _has_filesystem
 
 MODES = ("auto", "fuse", "documents")
@@ -43,6 +45,7 @@ class Facts:
     fusermount: str | None  # no usable fusermount3 (needed unless root)
     namespaces: str | None  # no sandbox: bwrap missing or its namespaces refused
     overlayfs: str | None  # the kernel has no overlayfs
+    landlock: int = 0  # the Landlock ABI offered to this process (0: none)
 
     @property
     def fuse(self) -> str | None:
@@ -79,8 +82,56 @@ def mount_failed(error: Exception, facts: Facts) -> Mode:
 def _runs(facts: Facts) -> str:
     if facts.namespaces is None:
         return "lints from open documents, runs in a private copy in the sandbox"
-    return (f"lints from open documents, runs in a private copy without a sandbox "
-            f"({facts.namespaces}): offline runs refused, paths not transparent")  # fmt: skip
+    if facts.landlock:
+        return (f"lints from open documents, runs in a private copy confined by Landlock "
+                f"(ABI {facts.landlock}; no sandbox: {facts.namespaces}), paths not "
+                "transparent")  # fmt: skip
+    return (f"lints from open documents, runs refused unless sandbox=False: neither bwrap "
+            f"({facts.namespaces}) nor Landlock can confine them here")  # fmt: skip
+
+
+# -- which layer confines a run -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Confinement:
+    layer: str  # "bwrap" (namespaces and a seccomp filter), "landlock", "none" (sandbox=False)
+    abi: int  # the Landlock ABI, used alone or for scoping inside bwrap
+    why: str | None = None  # why bwrap cannot start here
+
+    def note(self, network: bool) -> str:
+        """Which layer confined the run, for its notes."""
+        if self.layer == "bwrap":
+            scope = f", Landlock ABI {self.abi} scoped abstract unix sockets and signals"
+            scoped = scope if network and self.abi >= 6 else ""
+            return f"confined by bubblewrap (namespaces) and a seccomp filter{scoped}"
+        if self.layer == "landlock":
+            return (f"confined by {landlock.describe(self.abi, True, not network)} (bwrap "
+                    f"cannot start here: {self.why}); limits by rlimits where no cgroup is "
+                    "writable")  # fmt: skip
+        return ("not confined (sandbox=False): the machine was writable and reachable as for "
+                "any process of this user")  # fmt: skip
+
+
+def confinement(sandbox: bool, network: bool, facts: Facts | None = None) -> Confinement:
+    """The layer a run gets: bwrap where it starts, else Landlock; none only when asked
+    (`sandbox=False`); where neither can confine it, a RunError saying what to pass. An
+    offline run needs a Landlock that refuses TCP (ABI >= 4) to stay offline."""
+    facts = facts or probe()
+    if not sandbox:
+        return Confinement("none", facts.landlock, facts.namespaces)
+    if facts.namespaces is None:
+        return Confinement("bwrap", facts.landlock)
+    if facts.landlock >= 4 or (facts.landlock >= 1 and network):
+        return Confinement("landlock", facts.landlock, facts.namespaces)
+    if facts.landlock >= 1:
+        raise RunError(f"this machine cannot keep a run offline: no sandbox "
+                       f"({facts.namespaces}), and its Landlock (ABI {facts.landlock}) cannot "
+                       "refuse TCP before Linux 6.7; pass network=True to run with the "
+                       "network (still confined)")  # fmt: skip
+    raise RunError(f"this machine cannot confine runs: no sandbox ({facts.namespaces}) and "
+                   "no Landlock (Linux >= 5.13 with landlock among its security modules); "
+                   "pass sandbox=False to run unconfined anyway")  # fmt: skip
 
 
 # -- probes (I/O, once per process) ---------------------------------------------------------
@@ -93,6 +144,7 @@ def probe() -> Facts:
         fusermount=_fusermount(),
         namespaces=_namespaces(),
         overlayfs=None if _has_filesystem("overlay") else "the kernel lists no overlay filesystem",
+        landlock=landlock.abi(),
     )
 
 

@@ -19,18 +19,21 @@ What the copy holds, and what it does not:
   `pyvenv.cfg`) are never copied. In the sandbox (bwrap, as for FUSE runs) the copy holds an
   empty folder for each, where the run gets a copy-on-write layer of the real one: it reads
   the user's environment, and what it writes there is thrown away (listed in
-  `written_outside`). Without a sandbox the copy holds a symlink to the real path, and
-  nothing stops a run from writing into it (`pip install` changes the user's environment):
-  the run's notes say so.
+  `written_outside`). Without bwrap the copy holds a symlink to the real path, read-only to
+  a run Landlock confines (a `pip install` there fails), writable to an unconfined one
+  (`sandbox=False`: it changes the user's environment); the run's notes say which.
 - Path transparency where the sandbox can be had: the copy is bound over the user's own
   path, so venvs, editable installs and absolute paths see the branch's version
-  (`path_transparent=True`). Without a sandbox the run works at the copy's path,
-  unsandboxed, and absolute paths of the user's folder still reach the user's files
-  (`path_transparent=False`); code imported from the working directory (`python -m
-  pytest`, pytest's rootdir) is the copy's.
+  (`path_transparent=True`). Without bwrap the run works at the copy's path and absolute
+  paths of the user's folder still reach the user's files (`path_transparent=False`); code
+  imported from the working directory (`python -m pytest`, pytest's rootdir) is the copy's.
+- Confinement without bwrap (an unprivileged container): Landlock (`landlock.py`) lets the
+  run write only in the copy, a private temporary directory (its TMPDIR) and `writable=`
+  paths; the user's folder, its environments and the machine are read-only to it, and
+  offline runs cannot make TCP connections. Where the kernel has no Landlock either, runs
+  are refused unless `sandbox=False` (then the environments' symlinks are writable).
 
-Offline runs need the sandbox; where none can be made the run is refused unless
-`network=True`, as for FUSE runs. Caveat: the harvest compares (type, size, mtime,
+Caveat: the harvest compares (type, size, mtime,
 ctime, inode, mode) of each entry, so it costs a walk of the copy (not of the environments).
 """
 
@@ -52,12 +55,22 @@ from dataclasses import dataclass
 import pathspec
 
 from ..errors import RunError
+from ..overlay.detached import DetachedShadow
 from ..overlay.store import WHITEOUT, Dir, File, Manifest, Override, Symlink, lower_source
 from ..paths import ROOT, RelPath, is_within, join, parent, rel
-from . import capabilities
-from .layers import Layers
+from .layers import Layers, private_tmp, with_tmp
 from .result import RunResult
-from .runner import TMP_DIRS, Request, _argv, _execute, _plan, _result, _View, scratch_parent
+from .runner import (
+    TMP_DIRS,
+    Request,
+    RunView,
+    command_argv,
+    confine,
+    execute,
+    run_result,
+    sandbox_plan,
+    scratch_parent,
+)
 from .sandbox import Bind, Plan
 from .userns import mounter
 
@@ -76,49 +89,47 @@ class Copy:
     before: dict[RelPath, Signature]
 
 
-def run_in_copy(shadow, request: Request) -> RunResult:  # fmt: skip
+def run_in_copy(shadow: DetachedShadow, request: Request) -> RunResult:
     """`run_in_shadow` for a shadow without a mount (see the module docstring)."""
     if request.mode not in ("auto", "copy"):
         raise RunError(f"mode={request.mode!r} needs a mount, and this workspace has none "
                        "(documents mode); use mode='auto'")  # fmt: skip
     manifest, network, disk = request.manifest, request.network, request.limits.disk
-    sandboxed = capabilities.probe().namespaces is None
-    if not sandboxed and not network:
-        raise RunError("this machine cannot sandbox runs (needs bwrap: apt-get install "
-                       "bubblewrap, and user namespaces); pass network=True to run "
-                       "unsandboxed anyway")  # fmt: skip
-    skip = getattr(shadow, "skip", ())
-    copy = materialise(shadow.source, manifest, shadow.store, skip, link=not sandboxed)
+    layer = request.confinement.layer
+    sandboxed = layer == "bwrap"
+    copy = materialise(shadow.source, manifest, shadow.store, shadow.skip, link=not sandboxed)
     try:
         view = _copy_view(copy, shadow.source, sandboxed)
-        argv = _argv(request.command, request.python, shadow.source, view.root)
+        argv = command_argv(request.command, request.python, shadow.source, view.root)
         layered = (*request.layered, *copy.linked) if sandboxed else ()
         with Layers(layered, disk, scratch_parent(), view.mounter,
-                    unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
-            plan = _plan(shadow, view, argv, request.workdir, network, layers, disk)
-            plan = _in_order(plan, view, copy.linked, shadow.source)
-            ended = _execute(plan, request.environment, request.timeout, request.output_cap,
-                             request.limits, request.cancel)  # fmt: skip
+                    unlisted=frozenset(TMP_DIRS)) as layers, \
+                private_tmp(layer == "landlock") as tmp:  # fmt: skip
+            plan = sandbox_plan(shadow, view, argv, request.workdir, network, layers, disk)
+            plan = confine(_in_order(plan, view, copy.linked, shadow.source), request,
+                           [copy.root, tmp] if tmp else [])  # fmt: skip
+            ended = execute(plan, with_tmp(request.environment, tmp), request.timeout,
+                            request.output_cap, request.limits, request.cancel)  # fmt: skip
             outside = layers.written()
         written = harvest(copy, shadow.source, manifest, shadow.store)
     finally:
         shutil.rmtree(copy.root, ignore_errors=True)
-    notes = [*_notes(copy, sandboxed), *ended.notes]
+    notes = [*_notes(copy, layer), request.confinement.note(network), *ended.notes]
     setup = time.monotonic() - request.start - ended.outcome.duration
-    result = _result(argv, ended.outcome, written, view, network, notes, outside,
-                     ended.oom_kills, setup)  # fmt: skip
+    result = run_result(argv, ended.outcome, written, view, network, notes, outside,
+                        ended.oom_kills, setup)  # fmt: skip
     return dataclasses.replace(result, path_transparent=sandboxed)
 
 
-def _copy_view(copy: Copy, source: str, sandboxed: bool) -> _View:
+def _copy_view(copy: Copy, source: str, sandboxed: bool) -> RunView:
     """Sandboxed, the copy is bound over the user's own path (path transparency); else the
-    run works at the copy's path, unsandboxed."""
+    run works at the copy's path (confined by Landlock, or not at all)."""
     if sandboxed:  # the layers (and so the run) go where this user can mount: the Holder
-        return _View("copy", source, Bind(copy.root, source), mounter=mounter())
-    return _View("copy", copy.root, None)
+        return RunView("copy", source, Bind(copy.root, source), mounter=mounter())
+    return RunView("copy", copy.root, None)
 
 
-def _in_order(plan: Plan, view: _View, linked: Sequence[str], source: str) -> Plan:
+def _in_order(plan: Plan, view: RunView, linked: Sequence[str], source: str) -> Plan:
     """The copy goes over the user's path before the environments' copy-on-write layers go
     over their mount points in it; the user's folder is not hidden (it is the detached
     shadow's "mountpoint"), since the copy covers it anyway."""
@@ -130,20 +141,22 @@ def _in_order(plan: Plan, view: _View, linked: Sequence[str], source: str) -> Pl
     return dataclasses.replace(plan, binds=(*rest, view.bind, *envs), hide=hide)
 
 
-def _notes(copy: Copy, sandboxed: bool) -> list[str]:
-    if sandboxed:
+def _notes(copy: Copy, layer: str) -> list[str]:
+    if layer == "bwrap":
         notes = ["no mount here (documents mode): ran in a private copy of the project, shown "
                  "at the folder's own path"]  # fmt: skip
     else:
-        notes = [f"no mount here (documents mode) and no sandbox: ran unsandboxed in a "
-                 f"private copy at {copy.root}; absolute paths of the user's folder still "
-                 "lead to it"]  # fmt: skip
-    if copy.linked and not sandboxed:
-        notes.append(f"{', '.join(copy.linked)} reached at the real path, writable: no sandbox "
-                     "to make it read-only, and the machine was writable")  # fmt: skip
-    elif copy.linked:
-        notes.append(f"{', '.join(copy.linked)} shown copy-on-write (not copied): what the run "
-                     "wrote there was thrown away")  # fmt: skip
+        notes = [f"no mount here (documents mode) and no sandbox: ran in a private copy at "
+                 f"{copy.root}; absolute paths of the user's folder still lead to it"]  # fmt: skip
+    linked = ", ".join(copy.linked)
+    if linked and layer == "none":
+        notes.append(f"{linked} reached at the real path, writable: nothing confined the run, "
+                     "and the machine was writable")  # fmt: skip
+    elif linked and layer == "landlock":
+        notes.append(f"{linked} reached at the real path, read-only (Landlock)")
+    elif linked:
+        notes.append(f"{linked} shown copy-on-write (not copied): what the run wrote there was "
+                     "thrown away")  # fmt: skip
     return notes
 
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import RunError
@@ -128,6 +129,24 @@ class Layers:
                     os.chmod(self.mounter.path(work), 0o700)
             destroy(self.base, self.mounter)  # detaches the overlays below the tmpfs with it
         self.base, self.binds = "", []
+
+
+@contextlib.contextmanager
+def private_tmp(needed: bool) -> Iterator[str | None]:
+    """A fresh 0700 temporary directory for a run confined without namespaces (its TMPDIR:
+    Landlock lets it write there, not in the machine's /tmp), removed after the run."""
+    if not needed:
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="shadowkernel-run-tmp-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def with_tmp(env: dict[str, str], tmp: str | None) -> dict[str, str]:
+    return env if tmp is None else {**env, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
 
 
 def mounted_below(path: str) -> str | None:

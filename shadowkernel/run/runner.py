@@ -11,10 +11,11 @@ Two ways to show the view, chosen per run (`mode`):
 - "fuse": the shadow's live FUSE mount, bound over the user's own path in a private mount
   namespace; the manifest is activated first and the run's writes collected after. The
   mount is shared, so other clients (language servers) see the run's writes meanwhile.
-- "fuse-at-mountpoint": where no sandbox can be made (no bwrap, no user namespaces), the run
-  works in the mount path itself, unsandboxed (`path_transparent=False`): absolute paths of
-  the user's folder then reach the real folder, so this mode is only chosen when nothing
-  better exists, only with `network=True`, and says so.
+- "fuse-at-mountpoint": where bwrap cannot start (no user namespaces), the run works in the
+  mount path itself (`path_transparent=False`: absolute paths of the user's folder reach the
+  real folder), confined by Landlock (`landlock.py`: writes only in the mount, a private
+  temporary directory and `writable=` paths; TCP refused offline), or unconfined where the
+  kernel has no Landlock either and `sandbox=False` asks for it. The run's notes say which.
 
 Either way the run's writes never reach the user's folder: they land in the upper layer or
 in the shadow's override table, and the run cannot unmount its view (no capabilities). The
@@ -39,20 +40,22 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import RunError
-from ..overlay.store import Manifest, Override, freeze, patched
+from ..overlay.detached import DetachedShadow
+from ..overlay.store import BlobStore, Manifest, Override, freeze, patched
 from ..overlay.upper import read_upper
 from ..paths import ROOT, RelPath, is_within, rel
-from . import capabilities
+from . import capabilities, seccomp
+from .capabilities import Confinement
 from .cgroup import RunCgroup, hierarchies
-from .layers import Layers, check_writable, runs_home
+from .layers import Layers, check_writable, private_tmp, runs_home, with_tmp
 from .process import Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
-from .sandbox import PRIVATE_TMPFS, Bind, Plan, command_line, machine
+from .sandbox import PRIVATE_TMPFS, Bind, Plan, command_line, confined, machine
 from .userns import HOST, Mounter, mounter, userns_overlay_problem
 from .views import HOME, View, views_of
 
@@ -65,7 +68,7 @@ BUSES = ("/run/user", "/run/dbus")  # session and system bus sockets: doors out 
 
 
 @dataclass(frozen=True)
-class _View:
+class RunView:
     """Where and how the run sees the shadow."""
 
     mode: str
@@ -88,24 +91,46 @@ def run_in_shadow(
     output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
     cwd: str = ROOT, writable: Sequence[str] = (), max_processes: int = DEFAULT_MAX_PROCESSES,
     max_memory: int = DEFAULT_MAX_MEMORY, max_disk: int = DEFAULT_MAX_DISK,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, sandbox: bool = True,
 ) -> RunResult:  # fmt: skip
     """Run `command` (a shell string, an argv list, or Python code with `python=True`) in
     `manifest`'s view of `shadow.source`, and return its output and what it wrote.
     `writable` paths (absolute directories outside the project) are copy-on-write for the
-    run, like $HOME: the run writes its own copies, which vanish with it. Setting `cancel`
-    (from any thread) kills the run and all its processes."""
+    run, like $HOME: the run writes its own copies, which vanish with it (under Landlock,
+    where bwrap cannot start, the run writes them for real). Setting `cancel` (from any
+    thread) kills the run and all its processes. `network=True` gives the run the machine's
+    network, nothing else; `sandbox=False` runs it unconfined, and is needed where neither
+    bwrap nor Landlock can confine it."""
     environment = dict(os.environ if env is None else env)
+    outside = check_writable(writable, shadow.source)
     request = Request(
         time.monotonic(), freeze(manifest), command, python, rel(cwd), network, mode, environment,
-        _layered(environment, check_writable(writable, shadow.source), shadow.source),
-        Limits(max_processes, max_memory, max_disk), timeout, output_cap, cancel,
+        _layered(environment, outside, shadow.source),
+        Limits(max_processes, max_memory, max_disk), timeout, output_cap, cancel, outside,
+        capabilities.confinement(sandbox, network),
     )  # fmt: skip
-    if getattr(shadow, "detached", False):  # no mount (documents mode): run in a private copy
-        from .copy import run_in_copy
+    return _strategy(shadow)(shadow, request)
 
-        return run_in_copy(shadow, request)
-    return _run_mounted(shadow, request)
+
+class ShadowView(Protocol):
+    """What a run needs of a shadow; `Shadow` (a FUSE mount) and `DetachedShadow` (no mount)
+    both have it. Which of them it is chooses the run's strategy (`_strategy`)."""
+
+    source: str
+    mountpoint: str
+    store: BlobStore
+
+    def activate(self, manifest: Mapping[RelPath, Override]) -> Any: ...
+    def collect(self) -> dict[RelPath, Override | None]: ...
+
+
+def _strategy(shadow: ShadowView) -> Callable[[Any, Request], RunResult]:
+    """A mounted shadow runs in its view; a detached one (documents mode) in a private copy."""
+    if isinstance(shadow, DetachedShadow):
+        from .copy import run_in_copy  # copy.py builds on this module
+
+        return run_in_copy
+    return _run_mounted
 
 
 @dataclass(frozen=True)
@@ -125,20 +150,26 @@ class Request:
     timeout: float
     output_cap: int
     cancel: threading.Event | None
+    writable: tuple[str, ...]  # the `writable=` paths, checked
+    confinement: Confinement  # the layer that confines the run
 
 
 def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
     manifest, network, notes = request.manifest, request.network, list[str]()
-    view = _prepare(shadow, manifest, _choose(request.mode, network, shadow, notes))
+    view = _prepare(shadow, manifest, _choose(request.mode, request.confinement, shadow, notes))
+    notes.append(request.confinement.note(network))
     after = None  # the manifest the overlay view shows after the run, if it can be kept
     try:
-        argv = _argv(request.command, request.python, shadow.source, view.root)
+        argv = command_argv(request.command, request.python, shadow.source, view.root)
         with Layers(request.layered if view.bind else (), request.limits.disk, scratch_parent(),
-                    view.mounter, unlisted=frozenset(TMP_DIRS)) as layers:  # fmt: skip
+                    view.mounter, unlisted=frozenset(TMP_DIRS)) as layers, \
+                private_tmp(request.confinement.layer == "landlock") as tmp:  # fmt: skip
             notes += _failed_notes(layers)
-            plan = _plan(shadow, view, argv, request.workdir, network, layers, request.limits.disk)
-            ended = _execute(plan, request.environment, request.timeout, request.output_cap,
-                             request.limits, request.cancel)  # fmt: skip
+            plan = sandbox_plan(shadow, view, argv, request.workdir, network, layers,
+                                request.limits.disk)  # fmt: skip
+            plan = confine(plan, request, [view.root, tmp] if tmp else [])
+            ended = execute(plan, with_tmp(request.environment, tmp), request.timeout,
+                            request.output_cap, request.limits, request.cancel)  # fmt: skip
             outside = layers.written()
         outcome, notes = ended.outcome, notes + ended.notes
         written = _harvest(shadow, manifest, view)
@@ -147,8 +178,16 @@ def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
     finally:
         if view.overlay:
             views_of(shadow, views_home(), view.mounter).release(view.overlay, after)
-    return _result(argv, outcome, written, view, network, notes, outside, ended.oom_kills,
-                   setup=time.monotonic() - request.start - outcome.duration)  # fmt: skip
+    return run_result(argv, outcome, written, view, network, notes, outside, ended.oom_kills,
+                      setup=time.monotonic() - request.start - outcome.duration)  # fmt: skip
+
+
+def confine(plan: Plan, request: Request, own: Sequence[str]) -> Plan:
+    """`plan` confined by the request's layer (`sandbox.confined`); under Landlock the run
+    writes only in `own` (its view or copy, its private /tmp) and the `writable=` paths."""
+    layer = request.confinement
+    return confined(plan, layer.layer, layer.abi, [*own, *request.writable], sys.executable,
+                    seccomp.program_file() if layer.layer == "bwrap" else None)  # fmt: skip
 
 
 def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:
@@ -177,19 +216,14 @@ def _failed_notes(layers: Layers) -> list[str]:
 # -- choosing and preparing the view ------------------------------------------------------------
 
 
-def _choose(mode: str, network: bool, shadow, notes: list[str]) -> str:
+def _choose(mode: str, confinement: Confinement, shadow, notes: list[str]) -> str:
     if mode not in MODES:
         raise RunError(f"mode={mode!r} is not one of {', '.join(MODES)}")
-    unsandboxed = capabilities.probe().namespaces  # bwrap really tried, once per process
-    if unsandboxed:
-        if not network:
-            raise RunError(f"this machine cannot sandbox runs ({unsandboxed}); pass "
-                           "network=True to run unsandboxed anyway")  # fmt: skip
+    if confinement.layer != "bwrap":
         if mode == "overlayfs":
             raise RunError("mode='overlayfs' needs the sandbox (bwrap); use mode='fuse'")
-        notes.append("no sandbox here (bwrap or user namespaces missing): ran unsandboxed at "
-                     "the mount path, so absolute paths of the user's folder were not "
-                     "redirected to the shadow, and the machine was writable")  # fmt: skip
+        notes.append("ran at the mount path without a private mount namespace, so absolute "
+                     "paths of the user's folder were not redirected to the shadow")  # fmt: skip
         return "fuse-at-mountpoint"
     problem = _overlay_problem(shadow.source)
     if mode == "overlayfs" and problem:
@@ -229,21 +263,21 @@ def views_home() -> str:
     return os.path.join(scratch_parent(), home)
 
 
-def _prepare(shadow, manifest: Manifest, mode: str) -> _View:
+def _prepare(shadow, manifest: Manifest, mode: str) -> RunView:
     if mode == "overlayfs":
         m = mounter()
         overlay = views_of(shadow, views_home(), m).acquire(manifest)
-        return _View("overlayfs", shadow.source, Bind(overlay.mnt, shadow.source), m, overlay)
+        return RunView("overlayfs", shadow.source, Bind(overlay.mnt, shadow.source), m, overlay)
     shadow.activate(manifest)  # exactly the manifest: drops writes not collected since
     if mode == "fuse":
-        return _View("fuse", shadow.source, Bind(shadow.mountpoint, shadow.source), mounter())
-    return _View("fuse-at-mountpoint", shadow.mountpoint, None)
+        return RunView("fuse", shadow.source, Bind(shadow.mountpoint, shadow.source), mounter())
+    return RunView("fuse-at-mountpoint", shadow.mountpoint, None)
 
 
 # -- the command --------------------------------------------------------------------------------
 
 
-def _argv(command: str | Sequence[str], python: bool, source: str, root: str) -> list[str]:
+def command_argv(command: str | Sequence[str], python: bool, source: str, root: str) -> list[str]:
     if python:
         if not isinstance(command, str):
             raise RunError("python=True takes the code as one string")
@@ -263,8 +297,8 @@ def interpreter(source: str, root: str) -> str:
     return sys.executable
 
 
-def _plan(shadow, view: _View, argv: list[str], workdir: RelPath, network: bool,
-          layers: Layers, disk: int) -> Plan:  # fmt: skip
+def sandbox_plan(shadow, view: RunView, argv: list[str], workdir: RelPath, network: bool,
+                 layers: Layers, disk: int) -> Plan:  # fmt: skip
     # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
     # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless under an empty tmpfs.
     hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
@@ -300,8 +334,8 @@ class _Ended:
     clean: bool = True  # no process of the run can still be running
 
 
-def _execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: Limits,
-             cancel: threading.Event | None) -> _Ended:  # fmt: skip
+def execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: Limits,
+            cancel: threading.Event | None) -> _Ended:  # fmt: skip
     env["PWD"] = plan.cwd
     places = hierarchies()
     plan = replace(plan, max_processes=None if "pids" in places else limits.processes,
@@ -362,7 +396,7 @@ def _fallback_notes(plan: Plan) -> list[str]:
 # -- after the run ------------------------------------------------------------------------------
 
 
-def _harvest(shadow, manifest: Manifest, view: _View) -> dict[RelPath, Override | None]:
+def _harvest(shadow, manifest: Manifest, view: RunView) -> dict[RelPath, Override | None]:
     if view.overlay is None:
         return shadow.collect()
     # The upper also holds what earlier runs on the view wrote: `manifest` holds that too.
@@ -370,9 +404,9 @@ def _harvest(shadow, manifest: Manifest, view: _View) -> dict[RelPath, Override 
     return read_upper(upper, shadow.source, manifest, shadow.store, view.mounter.xattrs)
 
 
-def _result(argv: list[str], outcome: Outcome, written: dict, view: _View, network: bool,
-            notes: list[str], outside: tuple[str, ...], oom: int,
-            setup: float) -> RunResult:  # fmt: skip
+def run_result(argv: list[str], outcome: Outcome, written: dict, view: RunView, network: bool,
+               notes: list[str], outside: tuple[str, ...], oom: int,
+               setup: float) -> RunResult:  # fmt: skip
     for name, capture in (("stdout", outcome.stdout), ("stderr", outcome.stderr)):
         if capture.truncated:
             notes.append(f"{name} truncated: {capture.total} bytes, kept the first and last "

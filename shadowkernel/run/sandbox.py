@@ -35,12 +35,17 @@ before it: by root in Python (`layers.py`, `views.py`), or, for other users, in 
 mount namespace their `Holder` keeps (`userns.py`, `userxattr`), which the run enters with
 `nsenter` just before bwrap (`enter`).
 
+Inside, a seccomp filter (`seccomp.py`, read by bwrap from a descriptor the prefix opens)
+refuses system calls a run never needs (keyrings, bpf, io_uring, new user namespaces, ...);
+with `network=True`, where the run shares the machine's network namespace, a Landlock helper
+(`landlock.py`, ABI >= 6) scopes abstract unix sockets and signals to the run before the
+command starts. Where bwrap cannot start at all, `confined` gives the run Landlock alone
+(`Plan.namespaces` False: writes only beneath its own folders, TCP refused offline).
+
 Caveats: with one uid mapped, files owned by other uids show as
-`nobody` inside and cannot be written through a copy-on-write layer. No seccomp filter is
-loaded (nested user namespaces stay possible; they give no power over the host's mounts).
-Unix sockets elsewhere on the read-only filesystem stay connectable with the run's uid (a
-read-only mount does not stop `connect`), and `network=True` shares the machine's network
-namespace, abstract sockets included. bwrap remounts every submount of `--ro-bind / /`
+`nobody` inside and cannot be written through a copy-on-write layer. Unix sockets with a path
+elsewhere on the read-only filesystem stay connectable with the run's uid (a read-only mount
+does not stop `connect`). bwrap remounts every submount of `--ro-bind / /`
 read-only; one unmounted meanwhile (views and FUSE mounts come and go on a shared machine)
 fails its setup before the command starts, so the runner starts it again (`runner._start`).
 """
@@ -49,7 +54,10 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from . import landlock
 
 DEFAULT_TMP_SIZE = 2 * 2**30  # bytes of each private tmpfs; a size, not a reservation
 PRIVATE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -99,12 +107,15 @@ class Plan:
     enter: int | None = None  # pid of the Holder whose namespaces the run enters before bwrap
     ids: tuple[int, int] | None = None  # uid, gid inside (None: root's 0, else the caller's)
     keep: tuple[str, ...] = ()  # shown read-only again over the empty tmpfs that covers them
+    seccomp: str | None = None  # a file holding the filter bwrap loads (`seccomp.py`)
+    confine: tuple[str, ...] = ()  # argv prefix confining the command (`landlock.helper`)
 
 
 def command_line(plan: Plan) -> list[str]:
     """argv that starts the run described by `plan`."""
     sandbox = [*SNAPSHOT, *sandbox_flags(plan)] if plan.namespaces else []
-    return prefix(plan) + rlimits(plan) + entering(plan) + sandbox + list(plan.argv)
+    confine = list(plan.confine)
+    return prefix(plan) + rlimits(plan) + entering(plan) + sandbox + confine + list(plan.argv)
 
 
 # bwrap binds `/` with every mount below it, then remounts each read-only; a mount that goes
@@ -131,18 +142,44 @@ def sandbox_flags(plan: Plan) -> list[str]:
         flags += ["--bind", bind.source, bind.target]
     for path in plan.hide:
         flags += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    if plan.seccomp:
+        flags += ["--seccomp", str(SECCOMP_FD)]  # opened by the prefix
     return flags + ["--chdir", plan.cwd, "--"]
 
 
+SECCOMP_FD = 3  # the descriptor the prefix opens the filter's file on, for bwrap to read
+
+
+def confined(plan: Plan, layer: str, landlock_abi: int, writable: Sequence[str],
+             python: str, seccomp: str | None) -> Plan:  # fmt: skip
+    """`plan` with its confinement: in bwrap, the seccomp filter `seccomp` and, where the run
+    shares the machine's network, Landlock scoping of abstract unix sockets and signals; with
+    Landlock alone, writes only beneath `writable`, TCP refused offline, and the same scoping;
+    unconfined ("none"), as it is."""
+    if layer == "bwrap":
+        scope = plan.network and landlock_abi >= 6  # offline: abstract sockets are the run's own
+        helper = landlock.helper(python, [], fs=False, offline=False) if scope else []
+        return replace(plan, seccomp=seccomp, confine=tuple(helper))
+    if layer == "landlock":
+        helper = landlock.helper(python, list(writable), fs=True, offline=not plan.network)
+        return replace(plan, confine=tuple(helper))
+    return plan
+
+
 def prefix(plan: Plan) -> list[str]:
-    """`sh -c SCRIPT sh VALUES...` joining the cgroups (and changing directory where no
-    sandbox does it), then exec'ing the rest; or nothing when there is nothing to do."""
-    values = list(plan.cgroup_procs) + ([] if plan.namespaces else [plan.cwd])
+    """`sh -c SCRIPT sh VALUES...` joining the cgroups (changing directory where no sandbox
+    does it; opening the seccomp filter's file for bwrap), then exec'ing the rest; or nothing
+    when there is nothing to do."""
+    cd = [] if plan.namespaces else [plan.cwd]
+    seccomp = [plan.seccomp] if plan.seccomp and plan.namespaces else []
+    values = [*plan.cgroup_procs, *cd, *seccomp]
     if not values:
         return []
     lines = [f'echo 0 > "${i}"' for i in range(1, len(plan.cgroup_procs) + 1)]
-    if not plan.namespaces:
-        lines.append(f'cd "${len(values)}"')
+    if cd:
+        lines.append(f'cd "${len(plan.cgroup_procs) + 1}"')
+    if seccomp:
+        lines.append(f'exec {SECCOMP_FD}< "${len(values)}"')
     script = "set -e\n" + "\n".join(lines) + f'\nshift {len(values)}\nexec "$@"'
     return ["sh", "-c", script, "sh", *values]
 
@@ -188,4 +225,3 @@ def _has_filesystem(name: str) -> bool:
             return any(line.split()[-1] == name for line in f if line.strip())
     except OSError:
         return False
-

@@ -30,6 +30,8 @@ def check(
 ) -> tuple[str | list[str], float, bool, bool]:
     """The run's arguments, checked before anything is queued."""
     arguments.options(run_in_shadow, options, taken={"timeout", "network"})
+    if "sandbox" in options:  # False: unconfined, asked for by name (never implied)
+        arguments.flag("sandbox", options["sandbox"])
     return (arguments.command(cmd), arguments.seconds("timeout", timeout),
             arguments.flag("network", network), arguments.flag("keep", keep))  # fmt: skip
 
