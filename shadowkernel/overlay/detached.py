@@ -46,8 +46,6 @@ from .store import (
 class DetachedShadow:
     """A shadow of `source` without a mount: the manifest is kept, never shown on a disk."""
 
-    detached = True  # runs take the private-copy path (run/copy.py)
-
     def __init__(
         self,
         source: str | os.PathLike[str],

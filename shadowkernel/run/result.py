@@ -30,7 +30,7 @@ class RunResult:
     duration: float
     timed_out: bool
     written: dict[RelPath, Override | None]
-    mode: str  # "overlayfs" | "fuse" | "fuse-at-mountpoint"
+    mode: str  # "overlayfs" | "fuse" | "fuse-at-mountpoint" | "copy" (documents mode)
     path_transparent: bool
     network: bool
     notes: tuple[str, ...] = ()
