@@ -41,7 +41,8 @@ from shadowkernel.lsp.documents import (
 from shadowkernel.lsp.jsonrpc import ServerCrashed, content_length, encode, read_message
 from shadowkernel.lsp.languages import EXTENSIONS, language_id, patterns
 from shadowkernel.lsp.lints import line_map
-from shadowkernel.lsp.specs import builtin_specs, resolve_specs
+from shadowkernel.lsp.registry import resolve_specs
+from shadowkernel.lsp.specs import builtin_specs
 
 # -- positions ------------------------------------------------------------------------------
 
@@ -264,7 +265,7 @@ def test_parse_ruff_json(tmp_path: Path) -> None:
             "severity": "error", "fix": {"message": "Remove", "edits": [
                 {"content": "", "location": {"row": 1, "column": 1},
                  "end_location": {"row": 2, "column": 1}}]}}  # fmt: skip
-    [found] = parse_ruff(json.dumps([item]), tmp_path)
+    [found] = parse_ruff(json.dumps([item]), [str(tmp_path)])
     assert (found.path, found.line, found.column, found.end_column) == ("pkg/a.py", 1, 8, 10)
     assert found.fixes[0].title == "Remove" and found.fixes[0].edits[0].end_line == 2
 
@@ -273,14 +274,14 @@ def test_parse_mypy_json_columns_become_one_based(tmp_path: Path) -> None:
     line = json.dumps({"file": "a.py", "line": 2, "column": 4, "end_line": 2, "end_column": 13,
                        "message": "Name \"u\" is not defined", "hint": None,
                        "code": "name-defined", "severity": "error"})  # fmt: skip
-    [found] = parse_mypy("noise\n" + line + "\n", tmp_path)
+    [found] = parse_mypy("noise\n" + line + "\n", [str(tmp_path)])
     assert (found.line, found.column, found.end_column, found.code) == (2, 5, 14, "name-defined")
 
 
 def test_parse_tsc_with_continuation_lines(tmp_path: Path) -> None:
     output = ("src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n"
               "  Extra detail.\nunrelated\n")  # fmt: skip
-    [found] = parse_tsc(output, tmp_path)
+    [found] = parse_tsc(output, [str(tmp_path)])
     assert (found.path, found.line, found.column, found.code) == ("src/a.ts", 3, 7, "TS2322")
     assert found.message.endswith("Extra detail.")
 
@@ -291,7 +292,7 @@ def test_parse_cargo_primary_span(tmp_path: Path) -> None:
         "spans": [{"file_name": "src/main.rs", "line_start": 2, "line_end": 2, "column_start": 9,
                    "column_end": 10, "is_primary": True}]}}  # fmt: skip
     lines_ = [json.dumps({"reason": "build-finished"}), json.dumps(message)]
-    [found] = parse_cargo("\n".join(lines_), tmp_path)
+    [found] = parse_cargo("\n".join(lines_), [str(tmp_path)])
     assert (found.path, found.line, found.column) == ("src/main.rs", 2, 9)
     assert found.severity == "warning"
 

@@ -16,7 +16,7 @@ sees the shadow only as a folder), nor run/, sched/, workspace/ or the faces.
     table = lint_table(lints, "a", 3, mark_new(lints, base_lints, base_texts, new_texts))
 """
 
-from .checkers import CHECKERS, run_checker
+from .checkers import CHECKERS
 from .diagnostics import (
     AutoDiagnostics,
     DiagnosticsMode,
@@ -28,7 +28,8 @@ from .fixes import CodeActionFixes, FixSource, RuffDataFixes
 from .lints import COLUMNS, Fix, Lint, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
 from .pool import LspPool
-from .specs import ServerSpec, available_servers, builtin_specs
+from .registry import available_servers, known_specs
+from .specs import ServerSpec, builtin_specs
 from .supervisor import ServerStatistics
 
 __all__ = [
@@ -52,7 +53,7 @@ __all__ = [
     "TsserverDiagnostics",
     "available_servers",
     "builtin_specs",
+    "known_specs",
     "lint_table",
     "mark_new",
-    "run_checker",
 ]
