@@ -56,7 +56,9 @@ def c_ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sk.Workspace]:
     database = json.loads((root / "compile_commands.json").read_text())
     for entry in database:
         entry["directory"] = str(root)
-        entry["arguments"] = [a.replace("-Iinclude", f"-I{root}/include") for a in entry["arguments"]]
+        entry["arguments"] = [
+            a.replace("-Iinclude", f"-I{root}/include") for a in entry["arguments"]
+        ]
     (root / "compile_commands.json").write_text(json.dumps(database))
     with sk.Workspace(root, servers=["clangd"]) as workspace:
         yield workspace
