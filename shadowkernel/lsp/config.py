@@ -149,7 +149,7 @@ def _extensions(where: str, key: str, value: Any) -> dict[str, str]:
         if not extension.startswith(".") or not isinstance(language, str):
             raise ArgumentError(f"{where}: {key!r} names extensions with their dot ('.c'), "
                                 f"each with a languageId string; got {extension!r}")  # fmt: skip
-    return {e: language or language_id(e) for e, language in pairs.items()}
+    return {e: language or language_id(f"file{e}") for e, language in pairs.items()}
 
 
 # key -> (ServerSpec field, check)
