@@ -122,3 +122,26 @@ def test_go_definition_crosses_packages(go_ws: sk.Workspace) -> None:
     assert [(loc.path, loc.line) for loc in found] == [("greet/hello.go", 4)]
     found = branch.definition("greet/hello.go", 4, 42)  # prefix() -> the other file
     assert [(loc.path, loc.line) for loc in found] == [("greet/greet.go", 6)]
+
+
+# -- shell with bash-language-server ----------------------------------------------------------
+
+
+@needs("bash-language-server")
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+def test_shell_lints_follow_each_branch(tmp_path: Path) -> None:
+    root = tmp_path / "sh_project"
+    root.mkdir()
+    (root / "run.sh").write_text('#!/bin/bash\ngreet() {\n  echo "hi $1"\n}\n\ngreet world\n')
+    with sk.Workspace(root, servers=["bash-language-server"]) as ws:
+        unquoted = ws.branch("unquoted")
+        unquoted.write("run.sh", "#!/bin/bash\ngreet() {\n  echo hi $1\n}\n\ngreet world\n")
+        same = ws.branch("same")
+        same.write("run.sh", (root / "run.sh").read_text() + "\n")
+        for _ in range(2):
+            table = unquoted.lint()
+            assert list(zip(table["line"], table["code"], table["new"], strict=True)) == [
+                (3, "SC2086", True)
+            ], messages(table)
+            assert same.lint().empty
+        assert [s.name for s in same.symbols("run.sh")] == ["greet"]

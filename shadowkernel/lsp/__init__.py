@@ -1,12 +1,15 @@
 """Language servers rooted at the shadow: version-exact diagnostics, navigation, delta lints.
 
-`lsp/` starts language servers (and disk-bound checkers) as child processes with their root
+`lsp/` starts language servers as child processes with their root
 at the shadow mount, keeps their open documents equal to a branch's staged texts, and turns
 their answers into plain values (`Lint`, `Location`, `Hover`, `Symbol`) with 1-based
 positions. It is generic over servers: each server is a `ServerSpec` (specs.py) that names
 its quirks as strategy values, a `DiagnosticsMode` (diagnostics.py) and a `FixSource`
-(fixes.py), so adding a server is one spec; supervision (start, restart, idle stop) is in
-supervisor.py, the file-extension table in languages.py. It may import the text core,
+(fixes.py), so adding a server is one spec, in Python or in a project's configuration
+(config.py; registry.py says what a name means); supervision (start, restart, idle stop) is
+in supervisor.py, the file-extension table in languages.py. Disk-bound checkers (mypy, go
+vet) are data and pure parsers here (checkers.py); workspace/ runs them sandboxed. It may
+import the text core,
 `shadowkernel.errors` and `shadowkernel.paths` and nothing above them: not the overlay (it
 sees the shadow only as a folder), nor run/, sched/, workspace/ or the faces.
 
