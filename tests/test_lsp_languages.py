@@ -9,6 +9,7 @@ read those other files from disk: it holds only if each switch tells them what c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ import pytest
 from overlay_helpers import needs_fuse
 
 import shadowkernel as sk
-from shadowkernel.lsp import available_servers
+from shadowkernel.lsp import LspPool, available_servers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INSTALLED = available_servers()
@@ -145,3 +146,23 @@ def test_shell_lints_follow_each_branch(tmp_path: Path) -> None:
             ], messages(table)
             assert same.lint().empty
         assert [s.name for s in same.symbols("run.sh")] == ["greet"]
+
+
+@needs("clangd")
+def test_c_text_back_to_one_already_built_is_answered(tmp_path: Path) -> None:
+    """A, then the base, then A again in quick succession (a switch away and back): clangd
+    coalesces quick changes and would not publish for A's second version at all."""
+    root = copy_fixture("c_project", tmp_path)
+    base = (root / "src/main.c").read_text()
+    broken = base + "int value = undefined_name;\n"
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        async with LspPool(root, ["clangd"]) as pool:
+            await pool.sync({"src/main.c": broken})
+            first = [lint.message for lint in await pool.lint()]
+            await pool.sync({"src/main.c": base})
+            await pool.sync({"src/main.c": broken})
+            return first, [lint.message for lint in await pool.lint()]
+
+    first, again = asyncio.run(scenario())
+    assert again == first and any("undefined_name" in m for m in first)

