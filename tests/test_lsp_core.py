@@ -29,7 +29,7 @@ from shadowkernel.lsp import (
 from shadowkernel.lsp.checkers import parse_cargo, parse_mypy, parse_ruff, parse_tsc
 from shadowkernel.lsp.client import lookup_section
 from shadowkernel.lsp.codec import structure
-from shadowkernel.lsp.diagnostics import Publications, tsserver_diagnostic
+from shadowkernel.lsp.diagnostics import Publications, UnversionedPublish, tsserver_diagnostic
 from shadowkernel.lsp.documents import (
     TextIndex,
     from_character,
@@ -129,6 +129,32 @@ def test_publications_answer_only_the_version_sent_or_a_later_one() -> None:
         return [pending, new, again]
 
     assert asyncio.run(scenario()) == [True, ["new"], ["new"]]
+
+
+def test_an_unversioned_publish_after_the_mark_is_reported_never_taken() -> None:
+    async def scenario() -> list[object]:
+        published = Publications()
+        published.record(publish("file:///a.go", None, "before the text was sent"))
+        mark = published.unversioned("file:///a.go")
+        waiting = asyncio.ensure_future(published.wait("file:///a.go", 1, 5, mark))
+        await asyncio.sleep(0)
+        published.record(publish("file:///a.go", None, "after"))  # which text? unknown
+        with pytest.raises(UnversionedPublish):
+            await waiting
+        with pytest.raises(UnversionedPublish):  # also when it came before the wait began
+            await published.wait("file:///a.go", 1, 5, mark)
+        lenient = asyncio.ensure_future(published.wait("file:///a.go", 1, 5))  # no mark
+        await asyncio.sleep(0)
+        published.record(publish("file:///a.go", None, "ignored"))
+        published.record(publish("file:///a.go", 1, "versioned"))
+        return [d.message for d in await lenient]
+
+    assert asyncio.run(scenario()) == ["versioned"]
+
+
+def test_c_files_have_their_language_id_and_a_server_map_wins() -> None:
+    assert (language_id("src/a.c"), language_id("a.h"), language_id("a.cpp")) == ("c", "c", "cpp")
+    assert language_id("a.h", {".h": "cpp"}) == "cpp" and language_id("a.zig") == "plaintext"
 
 
 def test_publications_fail_their_waiters_when_the_server_dies() -> None:
@@ -318,7 +344,8 @@ def test_resolve_specs_rejects_unknown_and_duplicates() -> None:
     with pytest.raises(ValueError, match="twice"):
         resolve_specs(["ruff", "ruff"])
     assert {"ruff", "pyright", "basedpyright", "ty", "pylsp", "jedi-language-server",
-            "typescript-language-server", "tsgo", "gopls"} <= set(builtin_specs())  # fmt: skip
+            "typescript-language-server", "tsgo", "gopls", "clangd",
+            "bash-language-server"} <= set(builtin_specs())  # fmt: skip
 
 
 def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
@@ -326,7 +353,9 @@ def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
     assert specs["pyright"].diagnostics == PullDiagnostics()
     assert specs["pylsp"].diagnostics == PushDiagnostics()
     assert specs["typescript-language-server"].diagnostics == TsserverDiagnostics()
-    assert specs["gopls"].diagnostics == AutoDiagnostics()
+    assert specs["gopls"].diagnostics == PushDiagnostics(resends=2)  # gopls 0.5: unversioned
+    assert specs["clangd"].diagnostics == PushDiagnostics() and specs["clangd"].recheck_open
+    assert AutoDiagnostics().name == "auto"
     assert specs["ruff"].quick_fixes == RuffDataFixes()
     assert specs["pyright"].quick_fixes == CodeActionFixes()
     named = ServerSpec.from_dict("x", {"argv": ["x"], "diagnostics": "push",
