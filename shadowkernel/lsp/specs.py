@@ -62,6 +62,11 @@ def _named(argument: str, name: object, known: Mapping[str, type[Strategy]], kin
     return known[name]()
 
 
+def _recheck(value: object) -> None:
+    if value not in RECHECKS:
+        raise ArgumentError(f"recheck_open={value!r}: give one of {RECHECKS}")
+
+
 @attrs.frozen
 class ServerSpec:
     """How to run one language server.
@@ -107,7 +112,7 @@ class ServerSpec:
     diagnostics: DiagnosticsMode = attrs.field(factory=AutoDiagnostics, converter=diagnostics_mode)
     reads_disk: bool = True
     watch: tuple[str, ...] = ("*",)
-    recheck_open: str = attrs.field(default="", validator=attrs.validators.in_(RECHECKS))
+    recheck_open: str = attrs.field(default="", validator=lambda _, __, v: _recheck(v))
     quick_fixes: FixSource = attrs.field(factory=CodeActionFixes, converter=fix_source)
     install: str = ""
     search: tuple[str, ...] = ()
