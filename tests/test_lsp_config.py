@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,11 @@ def test_a_configured_server_serves_a_pool(tmp_path: Path) -> None:
             return [lint.message for lint in await pool.lint()]
 
     assert any("missing" in message for message in asyncio.run(scenario()))
+
+
+def test_the_readme_configuration_example_is_valid(tmp_path: Path) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    [example] = re.findall(r"```toml\n(.*?)```", readme, re.S)
+    specs = known_specs(project(tmp_path, {"shadowkernel.toml": example}))
+    assert specs["zls"].patterns == ("*.zig",) and specs["zls"].recheck_open == "resend"
+    assert specs["clangd"].argv == ("clangd", "--clang-tidy") and specs["clangd"].prepare
