@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import builtins
 import json
 import re
 import shutil
@@ -38,9 +39,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from shadowkernel.evals.pypi import unpack
 from shadowkernel.lsp import LspPool, available_servers, builtin_specs
 
+REQUEST_TIMEOUT = 180.0
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 # A project written under a folder: (its root, the edited path, its text, a call site).
 Setup = Callable[[Path], tuple[Path, str, str, tuple[int, int]]]
@@ -91,7 +95,7 @@ def call_site(text: str) -> tuple[int, int]:
         if code.startswith((">>>", "#", "def ", "class ", "...")):
             continue
         match = re.search(r"(?<![.\w])([a-z_]\w*)\(", line)
-        if match and match.group(1) not in {"print", "len", "iter", "next", "isinstance", "super"}:
+        if match and not hasattr(builtins, match.group(1)):  # the project's own function
             return number, match.start(1) + 1
     return 1, 1
 
@@ -150,7 +154,9 @@ async def bench_server(name: str, edits: int, anchors: int, python: Setup) -> di
     setup, change = project_for(name, python)
     with tempfile.TemporaryDirectory(prefix=f"sk-lsp-{name}-") as tmp:
         root, path, base, (line, col) = setup(Path(tmp))
-        async with LspPool(root, [name]) as pool:
+        # A real library's largest module: a type checker's first answer may take long.
+        spec = attrs.evolve(builtin_specs()[name], request_timeout=REQUEST_TIMEOUT)
+        async with LspPool(root, [spec]) as pool:
             started = time.perf_counter()
             await pool.sync({path: change(base, 0)}, [])
             first = await pool.lint([path], fixes=False)
