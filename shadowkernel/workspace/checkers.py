@@ -140,8 +140,8 @@ def reads_key(root: str, checker: Checker, touched: Mapping[RelPath, bytes | Non
         if matches(path, checker.reads):
             listing[path] = None if data is None else digest(data)
     h = hashlib.sha256(checker.name.encode())
-    for path in sorted(p for p, v in listing.items() if v is not None):
-        h.update(f"{path}\0{listing[path]}\n".encode())
+    for name in sorted(p for p, v in listing.items() if v is not None):
+        h.update(f"{name}\0{listing[name]}\n".encode())
     return h.hexdigest()
 
 
