@@ -34,7 +34,9 @@ def installed(name: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(not found, reason=f"{name} not installed (.ci/setup)")
 
 
-def cli_rows(name: str, root: Path, files: dict[str, str], parse: object) -> list[tuple]:
+def cli_rows(
+    name: str, root: Path, files: dict[str, str], parse: object, extra: tuple[str, ...] = ()
+) -> list[tuple]:
     """The checker's own output on a plain copy of `root` with `files` written over it."""
     copy = root.parent / f"{root.name}-cli-{name.replace(' ', '-')}"
     shutil.rmtree(copy, ignore_errors=True)
@@ -44,7 +46,7 @@ def cli_rows(name: str, root: Path, files: dict[str, str], parse: object) -> lis
     checker = CHECKERS[name]
     program = find_program(checker.argv[0], checker.search)
     assert program is not None
-    done = subprocess.run([program, *checker.argv[1:]], cwd=copy, capture_output=True,
+    done = subprocess.run([program, *checker.argv[1:], *extra], cwd=copy, capture_output=True,
                           text=True, timeout=300, env={**os.environ})  # fmt: skip
     output = done.stderr if checker.stream == "stderr" else done.stdout
     lints = parse(output, [str(copy)])  # type: ignore[operator]
@@ -149,3 +151,17 @@ def test_a_checker_name_is_no_server(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("x = 1\n")
     with pytest.raises(NotFound, match="checkers: .*mypy"):
         sk.Workspace(tmp_path, servers=["ruff", "mypy-typo"])
+
+
+@installed("tsc")
+def test_tsc_without_tsconfig_checks_the_branchs_own_files(tmp_path: Path) -> None:
+    root = tmp_path / "ts_plain"
+    root.mkdir()
+    (root / "a.ts").write_text("export const n: number = 1;\n")
+    created = "import { n } from './a';\nexport const s: string = n;\n"
+    with sk.Workspace(root, servers=["tsc"]) as ws:
+        branch = ws.branch("created")
+        branch.write("b.ts", created)
+        table = branch.lint()
+    cli = cli_rows("tsc", root, {"b.ts": created}, parse_tsc, ("a.ts", "b.ts"))
+    assert rows(table, "tsc") == cli and len(cli) == 1, table

@@ -88,7 +88,7 @@ async def _checked(
     key = await asyncio.to_thread(reads_key, workspace.root, checker, touched)
     if key not in cache:
         result = await _run(
-            branch, number, manifest, _command(checker, workspace.root), checker.name
+            branch, number, manifest, _command(checker, workspace.root, touched), checker.name
         )
         cache[key] = tuple(_parse(checker, result, _roots(workspace)))
     return cache[key]
@@ -108,15 +108,25 @@ async def _run(
     return result
 
 
-def _command(checker: Checker, root: str) -> list[str]:
+def _command(checker: Checker, root: str, touched: Mapping[RelPath, bytes | None]) -> list[str]:
+    """The checker's command line; tsc without a tsconfig.json in the view is given the
+    view's .ts files (the folder's, with the view's own created and deleted ones)."""
     program = find_program(checker.argv[0], checker.search)
     if program is None:
         raise ServerError(f"checker {checker.name!r} is not installed ({checker.argv[0]!r} not "
                           f"found). To install it: {checker.install}")  # fmt: skip
-    ts_files = sorted(_listing(root, ("*.ts",))) if checker.name == "tsc" else []
-    if os.path.exists(os.path.join(root, "tsconfig.json")):
-        ts_files = []
-    return checker_argv(checker, program, ts_files)
+    if checker.name != "tsc" or _in_view(root, touched, "tsconfig.json"):
+        return checker_argv(checker, program)
+    files = {p: "" for p in _listing(root, ("*.ts",))} | {
+        p: "" for p in touched if matches(p, ("*.ts",))
+    }
+    return checker_argv(checker, program, sorted(p for p in files if _in_view(root, touched, p)))
+
+
+def _in_view(root: str, touched: Mapping[RelPath, bytes | None], path: str) -> bool:
+    if path in touched:
+        return touched[path] is not None  # type: ignore[index]
+    return os.path.exists(os.path.join(root, path))
 
 
 def _parse(checker: Checker, result: RunResult, roots: Sequence[str]) -> list[Lint]:
