@@ -166,3 +166,23 @@ def test_c_text_back_to_one_already_built_is_answered(tmp_path: Path) -> None:
 
     first, again = asyncio.run(scenario())
     assert again == first and any("undefined_name" in m for m in first)
+
+
+@needs("clangd")
+def test_c_database_changed_by_a_switch_is_followed(tmp_path: Path) -> None:
+    """A branch that edits compile_commands.json (drops -DSCALE=2) restarts clangd on it."""
+    root = copy_fixture("c_project", tmp_path)
+    database = root / "compile_commands.json"
+    original, main = database.read_text(), (root / "src/main.c").read_text()
+
+    async def scenario() -> list[list[str]]:
+        answers = []
+        async with LspPool(root, ["clangd"]) as pool:
+            for text in (original, original.replace('"-DSCALE=2", ', ""), original):
+                database.write_text(text)  # what the FUSE switch does
+                await pool.sync({"src/main.c": main}, ["compile_commands.json"])
+                answers.append([lint.message for lint in await pool.lint()])
+        return answers
+
+    with_scale, without, again = asyncio.run(scenario())
+    assert with_scale == again == [] and any("SCALE" in m for m in without), without

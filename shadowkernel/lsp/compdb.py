@@ -4,8 +4,8 @@ A project's compilation database names the user's folder (CMake writes absolute 
 server rooted at the shadow would compile the user's files, headers included, and a branch's
 edits would never count. clangd is therefore given a copy, written outside the project, in
 which the folder's path is replaced by the shadow's and relative directories are made
-absolute there (`--compile-commands-dir`). Caveat: the copy is made when the server starts;
-a branch that edits the database itself is not followed until the server restarts.
+absolute there (`--compile-commands-dir`). The copy is made when the server starts; a switch
+that changes the database restarts the server (its spec's `restart_on`).
 """
 
 from __future__ import annotations

