@@ -1,7 +1,10 @@
-"""How fast are version-exact diagnostics? The LSP pool, per server, on a small project.
+"""How fast are version-exact diagnostics? The LSP pool, per server, on a real project.
 
-For each installed server, in its own pool over its own temporary copy of a small project
-(a Python package, or a TypeScript one for the TypeScript servers):
+For each installed server, in its own pool over its own temporary copy of a project: for the
+Python servers a real library from PyPI (`--project`, default more-itertools 11.2.1, its
+5,600-line `more.py` edited; `--project synthetic` for a small generated package), a small
+TypeScript project for the TypeScript servers, and the test fixtures for clangd (C, with
+compile_commands.json) and gopls (Go, a package of two files):
 
 - first: start the server, sync one staged file, lint it (cold: includes initialize);
 - edit p50/p95: stage an edit -> final diagnostics for exactly that text, i.e. the time of
@@ -17,27 +20,40 @@ issue 3 (warm p50: ruff <= 10 ms, ty <= 15 ms, pyright <= 120 ms, definition <= 
 It reports; it never asserts.
 
     .venv/bin/python benchmarks/lsp.py [--edits N] [--anchors N] [--servers ruff,ty,...]
+        [--project NAME==VERSION | synthetic]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import builtins
 import json
+import re
+import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from shadowkernel.evals.pypi import unpack
 from shadowkernel.lsp import LspPool, available_servers, builtin_specs
+
+REQUEST_TIMEOUT = 180.0
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+# A project written under a folder: (its root, the edited path, its text, a call site).
+Setup = Callable[[Path], tuple[Path, str, str, tuple[int, int]]]
 
 TARGETS_MS = {"ruff": 10.0, "ty": 15.0, "pyright": 120.0}
 DEFINITION_TARGET_MS = 10.0
 
 
-def python_project(root: Path) -> tuple[str, str, tuple[int, int]]:
+def python_project(root: Path) -> tuple[Path, str, str, tuple[int, int]]:
     """Writes the project; returns (edited path, its text, a call site (line, col))."""
     (root / "pkg").mkdir()
     (root / "pkg/__init__.py").write_text("")
@@ -55,10 +71,45 @@ def python_project(root: Path) -> tuple[str, str, tuple[int, int]]:
                    "\n")  # fmt: skip
     text = "".join(mod)
     (root / "pkg/mod.py").write_text(text)
-    return "pkg/mod.py", text, (9, 16)  # `helper_1` in step_0
+    return root, "pkg/mod.py", text, (9, 16)  # `helper_1` in step_0
 
 
-def ts_project(root: Path) -> tuple[str, str, tuple[int, int]]:
+def pypi_project(spec: str) -> Setup:
+    """A real library's sdist, unpacked; the edited file is its largest module."""
+    name, _, version = spec.partition("==")
+
+    def setup(folder: Path) -> tuple[Path, str, str, tuple[int, int]]:
+        top = unpack(name, version, folder)
+        module = max((p for p in top.rglob("*.py") if "test" not in p.parts[-2]),
+                     key=lambda p: p.stat().st_size)  # fmt: skip
+        text = module.read_text()
+        return top, str(module.relative_to(top)), text, call_site(text)
+
+    return setup
+
+
+def call_site(text: str) -> tuple[int, int]:
+    """The first call of a name in code (not a doctest, comment or def): (line, column)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.strip()
+        if code.startswith((">>>", "#", "def ", "class ", "...")):
+            continue
+        match = re.search(r"(?<![.\w])([a-z_]\w*)\(", line)
+        if match and not hasattr(builtins, match.group(1)):  # the project's own function
+            return number, match.start(1) + 1
+    return 1, 1
+
+
+def fixture_project(name: str, path: str, call: tuple[int, int]) -> Setup:
+    def setup(folder: Path) -> tuple[Path, str, str, tuple[int, int]]:
+        root = folder / name
+        shutil.copytree(FIXTURES / name, root)
+        return root, path, (root / path).read_text(), call
+
+    return setup
+
+
+def ts_project(root: Path) -> tuple[Path, str, str, tuple[int, int]]:
     (root / "src").mkdir()
     util = "".join(f"export function helper{i}(v: number): number {{ return v * {i}; }}\n"
                    for i in range(40))  # fmt: skip
@@ -69,14 +120,25 @@ def ts_project(root: Path) -> tuple[str, str, tuple[int, int]]:
             "  constructor(public size: number) {}\n" + body + "}\n")  # fmt: skip
     (root / "src/mod.ts").write_text(text)
     (root / "tsconfig.json").write_text('{"compilerOptions": {"strict": true, "noEmit": true}}')
-    return "src/mod.ts", text, (5, 33)  # `helper1` in step0
+    return root, "src/mod.ts", text, (5, 33)  # `helper1` in step0
 
 
-def edit(text: str, i: int, typescript: bool) -> str:
-    """An edit whose diagnostics differ from every other edit's (a new undefined name)."""
-    if typescript:
-        return text + f"export const value{i} = undefined{i};\n"
-    return text + f"\nvalue_{i} = undefined_{i}\n"
+EDITS = {  # per language: an edit whose diagnostics differ from every other edit's
+    "python": lambda text, i: text + f"\nvalue_{i} = undefined_{i}\n",
+    "typescript": lambda text, i: text + f"export const value{i} = undefined{i};\n",
+    "c": lambda text, i: text + f"int value{i} = undefined{i};\n",
+    "go": lambda text, i: text + f"var value{i} = undefined{i}\n",
+}
+
+
+def project_for(name: str, python: Setup) -> tuple[Setup, Callable[[str, int], str]]:
+    language = builtin_specs()[name].languages[0]
+    setups: dict[str, Setup] = {
+        "python": python, "typescript": ts_project,
+        "c": fixture_project("c_project", "src/main.c", (4, 17)),
+        "go": fixture_project("go_project", "greet/hello.go", (4, 42)),
+    }  # fmt: skip
+    return setups[language], EDITS[language]
 
 
 def ms(seconds: float) -> float:
@@ -88,21 +150,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def bench_server(name: str, edits: int, anchors: int) -> dict[str, Any]:
-    typescript = "typescript" in builtin_specs()[name].languages
+async def bench_server(name: str, edits: int, anchors: int, python: Setup) -> dict[str, Any]:
+    setup, change = project_for(name, python)
     with tempfile.TemporaryDirectory(prefix=f"sk-lsp-{name}-") as tmp:
-        root = Path(tmp)
-        path, base, (line, col) = (ts_project if typescript else python_project)(root)
-        async with LspPool(root, [name]) as pool:
+        root, path, base, (line, col) = setup(Path(tmp))
+        # A real library's largest module: a type checker's first answer may take long.
+        spec = attrs.evolve(builtin_specs()[name], request_timeout=REQUEST_TIMEOUT)
+        async with LspPool(root, [spec]) as pool:
             started = time.perf_counter()
-            await pool.sync({path: edit(base, 0, typescript)}, [])
+            await pool.sync({path: change(base, 0)}, [])
             first = await pool.lint([path], fixes=False)
             first_s = time.perf_counter() - started
 
             times, answers = [], []
             for i in range(1, edits + 1):
                 started = time.perf_counter()
-                await pool.sync({path: edit(base, i, typescript)}, [])
+                await pool.sync({path: change(base, i)}, [])
                 answers.append(await pool.lint([path], fixes=False))
                 times.append(time.perf_counter() - started)
 
@@ -119,7 +182,7 @@ async def bench_server(name: str, edits: int, anchors: int) -> dict[str, Any]:
             rss = pool.statistics()[name].rss
             anchor_times, anchor_right = [], 0
             for i in range(edits + 1, edits + 1 + anchors):
-                text = edit(base, i, typescript)
+                text = change(base, i)
                 await pool.sync({path: text}, [])
                 exact = await pool.lint([path], fixes=False)
                 await pool.sync({path: base}, [])  # back, then the naive way
@@ -133,6 +196,7 @@ async def bench_server(name: str, edits: int, anchors: int) -> dict[str, Any]:
     distinct = len({tuple(a) for a in answers})
     return {
         "server": name,
+        "file": f"{root.name}/{path}",
         "first_ms": ms(first_s),
         "first_lints": len(first),
         "edit_p50_ms": ms(statistics.median(times)),
@@ -162,7 +226,7 @@ def verdicts(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    columns = ["server", "first_ms", "edit_p50_ms", "edit_p95_ms", "distinct_answers",
+    columns = ["server", "file", "first_ms", "edit_p50_ms", "edit_p95_ms", "distinct_answers",
                "definition_p50_ms", "rss_mb", "anchor_2s_p50_ms", "anchor_correct"]  # fmt: skip
     widths = {c: max(len(c), *(len(str(r.get(c))) for r in rows)) for c in columns}
     lines = ["  ".join(c.ljust(widths[c]) for c in columns)]
@@ -175,7 +239,13 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=30)
     parser.add_argument("--anchors", type=int, default=2)
     parser.add_argument("--servers", default="")
+    parser.add_argument(
+        "--project",
+        default="more-itertools==11.2.1",
+        help="Python servers' project: NAME==VERSION from PyPI, or synthetic",
+    )
     args = parser.parse_args()
+    python = python_project if args.project == "synthetic" else pypi_project(args.project)
     installed = available_servers()
     names = [s for s in args.servers.split(",") if s] or [n for n, ok in installed.items() if ok]
     skipped = {n: "not installed" for n, ok in installed.items() if not ok and n in names}
@@ -185,13 +255,14 @@ def main() -> None:
             continue
         print(f"benchmarking {name} ...", file=sys.stderr, flush=True)
         try:
-            rows.append(asyncio.run(bench_server(name, args.edits, args.anchors)))
+            rows.append(asyncio.run(bench_server(name, args.edits, args.anchors, python)))
         except Exception as error:  # report and go on with the other servers
             skipped[name] = f"{type(error).__name__}: {error}"
     print(table(rows))
     for name, why in skipped.items():
         print(f"skipped {name}: {why}")
-    print(json.dumps({"benchmark": "lsp", "edits": args.edits, "servers": rows,
+    print(json.dumps({"benchmark": "lsp", "edits": args.edits, "project": args.project,
+                      "servers": rows,
                       "targets": verdicts(rows), "skipped": skipped}))  # fmt: skip
 
 

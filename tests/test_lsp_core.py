@@ -29,7 +29,7 @@ from shadowkernel.lsp import (
 from shadowkernel.lsp.checkers import parse_cargo, parse_mypy, parse_ruff, parse_tsc
 from shadowkernel.lsp.client import lookup_section
 from shadowkernel.lsp.codec import structure
-from shadowkernel.lsp.diagnostics import Publications, tsserver_diagnostic
+from shadowkernel.lsp.diagnostics import Publications, UnversionedPublish, tsserver_diagnostic
 from shadowkernel.lsp.documents import (
     TextIndex,
     from_character,
@@ -41,7 +41,8 @@ from shadowkernel.lsp.documents import (
 from shadowkernel.lsp.jsonrpc import ServerCrashed, content_length, encode, read_message
 from shadowkernel.lsp.languages import EXTENSIONS, language_id, patterns
 from shadowkernel.lsp.lints import line_map
-from shadowkernel.lsp.specs import builtin_specs, resolve_specs
+from shadowkernel.lsp.registry import resolve_specs
+from shadowkernel.lsp.specs import builtin_specs
 
 # -- positions ------------------------------------------------------------------------------
 
@@ -128,6 +129,32 @@ def test_publications_answer_only_the_version_sent_or_a_later_one() -> None:
         return [pending, new, again]
 
     assert asyncio.run(scenario()) == [True, ["new"], ["new"]]
+
+
+def test_an_unversioned_publish_after_the_mark_is_reported_never_taken() -> None:
+    async def scenario() -> list[object]:
+        published = Publications()
+        published.record(publish("file:///a.go", None, "before the text was sent"))
+        mark = published.unversioned("file:///a.go")
+        waiting = asyncio.ensure_future(published.wait("file:///a.go", 1, 5, mark))
+        await asyncio.sleep(0)
+        published.record(publish("file:///a.go", None, "after"))  # which text? unknown
+        with pytest.raises(UnversionedPublish):
+            await waiting
+        with pytest.raises(UnversionedPublish):  # also when it came before the wait began
+            await published.wait("file:///a.go", 1, 5, mark)
+        lenient = asyncio.ensure_future(published.wait("file:///a.go", 1, 5))  # no mark
+        await asyncio.sleep(0)
+        published.record(publish("file:///a.go", None, "ignored"))
+        published.record(publish("file:///a.go", 1, "versioned"))
+        return [d.message for d in await lenient]
+
+    assert asyncio.run(scenario()) == ["versioned"]
+
+
+def test_c_files_have_their_language_id_and_a_server_map_wins() -> None:
+    assert (language_id("src/a.c"), language_id("a.h"), language_id("a.cpp")) == ("c", "c", "cpp")
+    assert language_id("a.h", {".h": "cpp"}) == "cpp" and language_id("a.zig") == "plaintext"
 
 
 def test_publications_fail_their_waiters_when_the_server_dies() -> None:
@@ -264,7 +291,7 @@ def test_parse_ruff_json(tmp_path: Path) -> None:
             "severity": "error", "fix": {"message": "Remove", "edits": [
                 {"content": "", "location": {"row": 1, "column": 1},
                  "end_location": {"row": 2, "column": 1}}]}}  # fmt: skip
-    [found] = parse_ruff(json.dumps([item]), tmp_path)
+    [found] = parse_ruff(json.dumps([item]), [str(tmp_path)])
     assert (found.path, found.line, found.column, found.end_column) == ("pkg/a.py", 1, 8, 10)
     assert found.fixes[0].title == "Remove" and found.fixes[0].edits[0].end_line == 2
 
@@ -273,14 +300,14 @@ def test_parse_mypy_json_columns_become_one_based(tmp_path: Path) -> None:
     line = json.dumps({"file": "a.py", "line": 2, "column": 4, "end_line": 2, "end_column": 13,
                        "message": "Name \"u\" is not defined", "hint": None,
                        "code": "name-defined", "severity": "error"})  # fmt: skip
-    [found] = parse_mypy("noise\n" + line + "\n", tmp_path)
+    [found] = parse_mypy("noise\n" + line + "\n", [str(tmp_path)])
     assert (found.line, found.column, found.end_column, found.code) == (2, 5, 14, "name-defined")
 
 
 def test_parse_tsc_with_continuation_lines(tmp_path: Path) -> None:
     output = ("src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n"
               "  Extra detail.\nunrelated\n")  # fmt: skip
-    [found] = parse_tsc(output, tmp_path)
+    [found] = parse_tsc(output, [str(tmp_path)])
     assert (found.path, found.line, found.column, found.code) == ("src/a.ts", 3, 7, "TS2322")
     assert found.message.endswith("Extra detail.")
 
@@ -291,7 +318,7 @@ def test_parse_cargo_primary_span(tmp_path: Path) -> None:
         "spans": [{"file_name": "src/main.rs", "line_start": 2, "line_end": 2, "column_start": 9,
                    "column_end": 10, "is_primary": True}]}}  # fmt: skip
     lines_ = [json.dumps({"reason": "build-finished"}), json.dumps(message)]
-    [found] = parse_cargo("\n".join(lines_), tmp_path)
+    [found] = parse_cargo("\n".join(lines_), [str(tmp_path)])
     assert (found.path, found.line, found.column) == ("src/main.rs", 2, 9)
     assert found.severity == "warning"
 
@@ -317,7 +344,8 @@ def test_resolve_specs_rejects_unknown_and_duplicates() -> None:
     with pytest.raises(ValueError, match="twice"):
         resolve_specs(["ruff", "ruff"])
     assert {"ruff", "pyright", "basedpyright", "ty", "pylsp", "jedi-language-server",
-            "typescript-language-server", "tsgo", "gopls"} <= set(builtin_specs())  # fmt: skip
+            "typescript-language-server", "tsgo", "gopls", "clangd",
+            "bash-language-server"} <= set(builtin_specs())  # fmt: skip
 
 
 def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
@@ -325,7 +353,9 @@ def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
     assert specs["pyright"].diagnostics == PullDiagnostics()
     assert specs["pylsp"].diagnostics == PushDiagnostics()
     assert specs["typescript-language-server"].diagnostics == TsserverDiagnostics()
-    assert specs["gopls"].diagnostics == AutoDiagnostics()
+    assert specs["gopls"].diagnostics == PushDiagnostics(resends=2)  # gopls 0.5: unversioned
+    assert specs["clangd"].diagnostics == PushDiagnostics() and specs["clangd"].recheck_open
+    assert AutoDiagnostics().name == "auto"
     assert specs["ruff"].quick_fixes == RuffDataFixes()
     assert specs["pyright"].quick_fixes == CodeActionFixes()
     named = ServerSpec.from_dict("x", {"argv": ["x"], "diagnostics": "push",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import threading
 import time
@@ -31,7 +30,6 @@ from shadowkernel.lsp import (
     available_servers,
     builtin_specs,
     mark_new,
-    run_checker,
 )
 
 T = TypeVar("T")
@@ -477,32 +475,3 @@ def test_typescript_servers_follow_versions(aio: Loop, make_pool: Any, tmp_path:
     broken, fixed, again = aio.run(scenario())
     assert fixed == [] and broken == again
     assert {(lint.line, str(lint.code)) for lint in broken} == {(1, "2322"), (2, "2304")}
-
-
-# -- disk-bound checkers --------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_checkers_parse_into_lint_rows(aio: Loop, tmp_path: Path) -> None:
-    write(tmp_path, {"m.py": "import os\nx: int = 'a'\n", "a.ts": TS_BROKEN})
-    ruff = aio.run(run_checker("ruff", tmp_path))
-    assert ("m.py", 1, "F401") in {(lint.path, lint.line, lint.code) for lint in ruff}
-    mypy = aio.run(run_checker("mypy", tmp_path))
-    assert ("m.py", 2, 10, "assignment") in {(x.path, x.line, x.column, x.code) for x in mypy}
-    tsc = aio.run(run_checker("tsc", tmp_path))
-    assert {(x.path, x.line, x.code) for x in tsc} == {("a.ts", 1, "TS2322"), ("a.ts", 2, "TS2304")}
-    assert not (tmp_path / ".mypy_cache").exists() and not (tmp_path / ".ruff_cache").exists()
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(
-    shutil.which("cargo") is None and not os.path.exists(os.path.expanduser("~/.cargo/bin/cargo")),
-    reason="cargo is not installed (see rustup.rs)",
-)
-def test_cargo_check_parses_into_lint_rows(aio: Loop, tmp_path: Path) -> None:
-    write(tmp_path, {"Cargo.toml": '[package]\nname = "t"\nversion = "0.1.0"\nedition = "2021"\n',
-                     "src/main.rs": "fn main() {\n    let x = 1;\n}\n"})  # fmt: skip
-    lints = aio.run(run_checker("cargo", tmp_path), timeout=180)
-    assert ("src/main.rs", 2, 9, "warning") in {(x.path, x.line, x.column, x.severity)
-                                                for x in lints}  # fmt: skip
-    assert not (tmp_path / "target").exists()

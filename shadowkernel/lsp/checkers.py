@@ -1,47 +1,55 @@
-"""Disk-bound checkers: whole-project commands run in the shadow, parsed into Lint rows.
+"""Disk-bound checkers: whole-project commands whose output becomes Lint rows.
 
 Language servers see open documents; these tools only see the disk, which is fine because
-the shadow *is* the branch's disk. Each checker is a command plus a pure parser of its
-output (tested directly). Caches are kept out of the shadow (`--no-cache`,
-`--cache-dir=/dev/null`, CARGO_TARGET_DIR in the temp dir) so a check adds no overrides.
+a branch's view *is* its disk. Each checker is data (its command, which files decide its
+output, how it exits) plus a pure parser of its output, tested directly against the tool's
+own output. Running one is not this layer's business: `workspace/checkers.py` runs it as a
+sandboxed run at the branch's exact version and caches its rows per content of the files it
+reads. Caches are kept out of the project (`--no-cache`, `--cache-dir=/dev/null`,
+CARGO_TARGET_DIR in the temp dir), so a check writes nothing a branch could keep.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..errors import NotFound, PathError, ServerError
+from ..errors import PathError
 from ..paths import rel, relative_to
 from ..text.ranges import TextEdit
 from .lints import Fix, Lint
-from .specs import find_program
+
+Parser = Callable[[str, Sequence[str]], list[Lint]]  # (output, the project's roots) -> rows
 
 
 @dataclass(frozen=True)
 class Checker:
+    """One checker: `argv` run at the project's root; `reads`, base-name globs of the files
+    whose content decides its output (its cache key); `ok_codes`, the exit codes that mean
+    "checked" (finding problems included); its rows come from `stream` ("stdout"/"stderr")."""
+
     name: str
     argv: tuple[str, ...]
-    parse: Callable[[str, Path], list[Lint]]
+    parse: Parser
+    reads: tuple[str, ...]
     ok_codes: frozenset[int] = frozenset({0, 1})
+    stream: str = "stdout"
     install: str = ""
     search: tuple[str, ...] = ()
-    env: Callable[[Path], dict[str, str]] = field(default=lambda root: {})
+    env: Callable[[str], dict[str, str]] = field(default=lambda root: {})
 
 
-def _relative(filename: str, root: Path) -> str:
+def _relative(filename: str, roots: Sequence[str]) -> str:
     if not os.path.isabs(filename):
         return rel(filename)
-    for folder in (root, root.resolve()):
+    for folder in roots:
         with contextlib.suppress(PathError):  # below it, but through '..': try the next
             below = relative_to(filename, str(folder))
             if below is not None:
@@ -49,26 +57,26 @@ def _relative(filename: str, root: Path) -> str:
     return filename
 
 
-def parse_ruff(output: str, root: Path) -> list[Lint]:
+def parse_ruff(output: str, roots: Sequence[str]) -> list[Lint]:
     """`ruff check --output-format=json`: 1-based rows/columns, end exclusive."""
     lints = []
     for item in json.loads(output or "[]"):
         fix = item.get("fix") or {}
         lints.append(Lint(
-            path=_relative(item["filename"], root),  # type: ignore[arg-type]
+            path=_relative(item["filename"], roots),  # type: ignore[arg-type]
             line=item["location"]["row"], column=item["location"]["column"],
             end_line=item["end_location"]["row"], end_column=item["end_location"]["column"],
             severity=item.get("severity") or "error",
             code=item.get("code") or "", source="ruff", message=item["message"],
-            fixes=_ruff_fixes(fix, item["filename"], root),
+            fixes=_ruff_fixes(fix, item["filename"], roots),
         ))  # fmt: skip
     return lints
 
 
-def _ruff_fixes(fix: dict[str, Any], filename: str, root: Path) -> tuple[Fix, ...]:
+def _ruff_fixes(fix: dict[str, Any], filename: str, roots: Sequence[str]) -> tuple[Fix, ...]:
     if not fix:
         return ()
-    path = _relative(filename, root)
+    path = _relative(filename, roots)
     edits = tuple(
         TextEdit(path, e["location"]["row"], e["location"]["column"],  # type: ignore[arg-type]
              e["end_location"]["row"], e["end_location"]["column"], e["content"])
@@ -77,7 +85,7 @@ def _ruff_fixes(fix: dict[str, Any], filename: str, root: Path) -> tuple[Fix, ..
     return (Fix(fix.get("message") or "Apply fix", edits),)
 
 
-def parse_mypy(output: str, root: Path) -> list[Lint]:
+def parse_mypy(output: str, roots: Sequence[str]) -> list[Lint]:
     """`mypy -O json`: one object per line, 0-based columns (end exclusive)."""
     lints = []
     for line in output.splitlines():
@@ -88,7 +96,7 @@ def parse_mypy(output: str, root: Path) -> list[Lint]:
         end_line = item.get("end_line") or item["line"]
         end_column = (item["end_column"] + 1) if item.get("end_column") is not None else column
         message = item["message"] + (f" ({item['hint']})" if item.get("hint") else "")
-        lints.append(Lint(_relative(item["file"], root), item["line"], column,  # type: ignore[arg-type]
+        lints.append(Lint(_relative(item["file"], roots), item["line"], column,  # type: ignore[arg-type]
                           end_line, end_column, item.get("severity", "error"),
                           item.get("code") or "", "mypy", message))  # fmt: skip
     return lints
@@ -98,7 +106,7 @@ _TSC = re.compile(r"^(?P<file>.+?)\((?P<line>\d+),(?P<col>\d+)\): (?P<sev>error|
                   r"TS(?P<code>\d+): (?P<msg>.*)$")  # fmt: skip
 
 
-def parse_tsc(output: str, root: Path) -> list[Lint]:
+def parse_tsc(output: str, roots: Sequence[str]) -> list[Lint]:
     """`tsc --noEmit --pretty false`: `file(line,col): error TS1234: message` (+ indented
     continuation lines, appended to the message). tsc gives no end: end = start."""
     lints: list[Lint] = []
@@ -106,7 +114,7 @@ def parse_tsc(output: str, root: Path) -> list[Lint]:
         match = _TSC.match(line)
         if match:
             ln, col = int(match["line"]), int(match["col"])
-            lints.append(Lint(_relative(match["file"], root), ln, col, ln, col,  # type: ignore[arg-type]
+            lints.append(Lint(_relative(match["file"], roots), ln, col, ln, col,  # type: ignore[arg-type]
                               match["sev"], f"TS{match['code']}", "tsc", match["msg"]))  # fmt: skip
         elif lints and line.startswith(" "):
             last = lints[-1]
@@ -114,7 +122,7 @@ def parse_tsc(output: str, root: Path) -> list[Lint]:
     return lints
 
 
-def parse_cargo(output: str, root: Path) -> list[Lint]:
+def parse_cargo(output: str, roots: Sequence[str]) -> list[Lint]:
     """`cargo check --message-format=json`: compiler messages with 1-based spans."""
     lints = []
     for line in output.splitlines():
@@ -127,67 +135,59 @@ def parse_cargo(output: str, root: Path) -> list[Lint]:
         span = next((s for s in message["spans"] if s.get("is_primary")), message["spans"][0])
         level = {"error": "error", "warning": "warning", "note": "information",
                  "help": "hint"}.get(message.get("level", ""), "error")  # fmt: skip
-        lints.append(Lint(_relative(span["file_name"], root),  # type: ignore[arg-type]
+        lints.append(Lint(_relative(span["file_name"], roots),  # type: ignore[arg-type]
                           span["line_start"], span["column_start"], span["line_end"],
                           span["column_end"], level, (message.get("code") or {}).get("code") or "",
                           "cargo", message.get("message", "")))  # fmt: skip
     return lints
 
 
-def _cargo_env(root: Path) -> dict[str, str]:
+_GO = re.compile(r"^(?:vet: )?(?P<file>[^\s:][^:]*\.go):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
+
+
+def parse_go_vet(output: str, roots: Sequence[str]) -> list[Lint]:
+    """`go vet ./...` (stderr): `file.go:line:col: message`, type errors prefixed `vet: `;
+    `# package` headers and the rest are not rows. go vet gives no end: end = start."""
+    lints = []
+    for line in output.splitlines():
+        if match := _GO.match(line.strip()):
+            ln, col = int(match["line"]), int(match["col"])
+            lints.append(Lint(_relative(match["file"], roots), ln, col, ln, col,  # type: ignore[arg-type]
+                              "error", "", "go vet", match["msg"]))  # fmt: skip
+    return lints
+
+
+def _cargo_env(root: str) -> dict[str, str]:
     # Build products would become (large) overrides in the shadow: keep them outside.
-    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(root.encode()).hexdigest()[:12]
     return {"CARGO_TARGET_DIR": os.path.join(tempfile.gettempdir(), f"shadowkernel-cargo-{digest}")}
 
+
+_PY = ("*.py", "*.pyi", "pyproject.toml", "setup.cfg", "mypy.ini", ".mypy.ini", "ruff.toml",
+       ".ruff.toml")  # fmt: skip
+_TS = ("*.ts", "*.tsx", "*.mts", "*.cts", "*.d.ts", "tsconfig*.json", "package.json")
 
 CHECKERS: dict[str, Checker] = {
     c.name: c
     for c in [
         Checker("ruff", ("ruff", "check", "--output-format=json", "--no-cache", "--exit-zero", "."),
-                parse_ruff, install="pip install ruff"),
-        Checker("mypy", ("mypy", "-O", "json", "--cache-dir=/dev/null", "."), parse_mypy,
-                install="pip install mypy"),
-        Checker("tsc", ("tsc", "--noEmit", "--pretty", "false"), parse_tsc,
+                parse_ruff, _PY, install="pip install ruff"),
+        Checker("mypy", ("mypy", "-O", "json", "--cache-dir=/dev/null", "."), parse_mypy, _PY,
+                ok_codes=frozenset({0, 1}), install="pip install mypy"),
+        Checker("tsc", ("tsc", "--noEmit", "--pretty", "false"), parse_tsc, _TS,
                 ok_codes=frozenset({0, 1, 2}), search=("node/node_modules/.bin",),
                 install="bash .ci/setup (or: npm install --prefix <venv>/node typescript@5)"),
+        Checker("go vet", ("go", "vet", "./..."), parse_go_vet, ("*.go", "go.mod", "go.sum"),
+                ok_codes=frozenset({0, 1, 2}), stream="stderr",
+                install="bash .ci/setup (or: apt-get install golang-go)"),
         Checker("cargo", ("cargo", "check", "--message-format=json", "--quiet"), parse_cargo,
-                ok_codes=frozenset({0, 101}), env=_cargo_env,
+                ("*.rs", "Cargo.toml", "Cargo.lock"), ok_codes=frozenset({0, 101}), env=_cargo_env,
                 install="https://rustup.rs (curl ... | sh), then cargo is on PATH"),
     ]
 }  # fmt: skip
 
 
-def _argv(checker: Checker, root: Path) -> list[str]:
-    program = find_program(checker.argv[0], checker.search)
-    if program is None:
-        raise ServerError(f"checker {checker.name!r} is not installed ({checker.argv[0]!r} not "
-                          f"found). To install it: {checker.install}")  # fmt: skip
-    argv = [program, *checker.argv[1:]]
-    if checker.name == "tsc" and not (root / "tsconfig.json").exists():
-        # Without a tsconfig, tsc checks nothing: name the files.
-        argv += sorted(str(p.relative_to(root)) for p in root.rglob("*.ts")
-                       if "node_modules" not in p.parts)  # fmt: skip
-    return argv
-
-
-async def run_checker(name: str, root: Path, timeout: float = 300) -> list[Lint]:
-    """Run checker `name` with cwd=root and parse its output into Lint rows."""
-    checker = CHECKERS.get(name)
-    if checker is None:
-        raise NotFound(f"checker {name!r} is unknown; known: {', '.join(CHECKERS)}")
-    process = await asyncio.create_subprocess_exec(
-        *_argv(checker, root), cwd=root, env={**os.environ, **checker.env(root)},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise ServerError(
-            f"checker {name!r} did not finish within {timeout:g} s; raise timeout"
-        ) from None
-    if process.returncode not in checker.ok_codes:
-        tail = (err or out).decode(errors="replace").strip()[-800:]
-        raise ServerError(f"checker {name!r} failed with exit code {process.returncode}: {tail}")
-    return checker.parse(out.decode(errors="replace"), root)
+def checker_argv(checker: Checker, program: str, ts_files: Sequence[str] = ()) -> list[str]:
+    """The command line with its program resolved; tsc without a tsconfig.json checks
+    nothing, so it is given the project's .ts files (`ts_files`)."""
+    return [program, *checker.argv[1:], *(ts_files if checker.name == "tsc" else ())]

@@ -85,12 +85,13 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 
 
 class OpenDocument:
-    __slots__ = ("text", "version", "index")
+    __slots__ = ("text", "version", "index", "unversioned")
 
-    def __init__(self, text: str, version: int, encoding: Encoding) -> None:
+    def __init__(self, text: str, version: int, encoding: Encoding, unversioned: int) -> None:
         self.text = text
         self.version = version
         self.index = TextIndex(text, encoding)
+        self.unversioned = unversioned  # the server's unversioned publishes when it was sent
 
 
 class LanguageClient:
@@ -118,8 +119,10 @@ class LanguageClient:
     # -- life cycle ---------------------------------------------------------------------
 
     @classmethod
-    async def start(cls, spec: ServerSpec, root: Path) -> LanguageClient:
-        command = spec.command()
+    async def start(
+        cls, spec: ServerSpec, root: Path, project: Path | None = None
+    ) -> LanguageClient:
+        command = spec.command(root, project)
         process = await asyncio.create_subprocess_exec(
             *command,
             cwd=root,
@@ -259,17 +262,27 @@ class LanguageClient:
         current = self.documents.get(path)
         if current is not None and current.text == text:
             return
+        await self._send(path, text, opened=current is not None)
+
+    async def resend(self, path: RelPath) -> None:
+        """Send the open text of `path` again as a new version (didChange): the server checks
+        it afresh against what it reads from disk, and its next publish carries the version."""
+        await self._send(path, self.documents[path].text, opened=True)
+
+    async def _send(self, path: RelPath, text: str, opened: bool) -> None:
         version = self._next_version(path)
-        self.documents[path] = OpenDocument(text, version, self.encoding)
-        if current is None:
-            item = {"uri": self.uri(path), "languageId": language_id(path),
+        mark = self.publications.unversioned(self.uri(path))
+        self.documents[path] = OpenDocument(text, version, self.encoding, mark)
+        if not opened:
+            languages = self.spec.language_ids
+            item = {"uri": self.uri(path), "languageId": language_id(path, languages),
                     "version": version, "text": text}  # fmt: skip
             await self.endpoint.notify("textDocument/didOpen", {"textDocument": item})
         else:
             # Full text: valid whatever sync kind the server asked for, and never drifts.
             await self.endpoint.notify("textDocument/didChange", {
                 "textDocument": {"uri": self.uri(path), "version": version},
-                "contentChanges": [{"text": text}],
+                "contentChanges": [{"text": text}], **self.spec.did_change,
             })  # fmt: skip
 
     async def close(self, path: RelPath) -> None:

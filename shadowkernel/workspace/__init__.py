@@ -3,7 +3,8 @@
 
 One concept per module: `bridge` (callers' threads to the services' event loop), `folder`
 (the user's folder: reads, and accept's atomic writes), `staging` (versions and their
-overrides, pure), `arguments` (checks of what callers pass), `baselints` (the base-lint cache
+overrides, pure), `arguments` (checks of what callers pass), `checkers` (disk-bound checkers
+as sandboxed runs at a version, cached per content), `baselints` (the base-lint cache
 behind the `new` column), `scratch` (what runs wrote, and what `keep=True` keeps, pure),
 `runs` (a branch's runs through the scheduler), `diff` (a version against its base), `accept`
 (the accept plan and three-way merges, pure), then `branch` and `workspace`. This layer may

@@ -28,7 +28,7 @@ from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
 from ..text.uris import uri_to_rel
-from . import arguments, baselints, runs, scratch
+from . import arguments, baselints, checkers, runs, scratch
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
 from .staging import LINK, Version, base_snapshot, is_text, n_files, staged, texts, version_snapshot
@@ -307,6 +307,7 @@ class Branch:
             snapshot, base = self._snapshot(version), self._base_snapshot()
             bases = dict(self._bases)
         targets = self._lint_targets(version, paths)
+        servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
         base_texts = {p: _text_or_empty(b) for p, b in bases.items() if b is not None}
         new_texts = texts(version)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
@@ -327,7 +328,13 @@ class Branch:
             flags = mark_new(lints, cache.lints(keys), base_texts, new_texts)
             return (lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)"
 
-        return await self.workspace.submit(self, version.number, "lint", "lint", job)  # type: ignore[no-any-return]
+        submitted = self.workspace.submit(self, version.number, "lint", "lint", job)
+        lints, flags, number = await submitted
+        if checker_names:  # disk-bound checkers: sandboxed runs at this version and its base
+            views, touched = (snapshot.manifest, base.manifest), (version.files, bases)
+            found = await checkers.rows(self, number, views, touched, targets, checker_names)
+            lints, flags = lints + found[0], flags + found[1]
+        return lints, flags, number
 
     def _lint_targets(self, version: Version, paths: Sequence[str] | None) -> list[RelPath]:
         if paths is not None:

@@ -26,15 +26,16 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError
-from ..lsp import LspPool
+from ..lsp import LspPool, registry
 from ..lsp.navigation import Symbol
-from ..lsp.specs import ServerSpec, resolve_specs
+from ..lsp.specs import ServerSpec
 from ..overlay.detached import DetachedShadow, private_cache_env
 from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
@@ -100,6 +101,8 @@ class Workspace:
         arguments.seconds("idle_timeout", idle_timeout)
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
         self.servers = tuple(servers)
+        # Checkers (mypy, go vet, ...) run as sandboxed runs (checkers.py), not in the pools.
+        self._lsp_servers, self.checkers = registry.split(self.servers, Path(self.root))
         self.mode, self.mode_reason = "fuse", ""  # set by _open_shadows
         self.protection = Protection(arguments.names("protect", protect) or ())
         self.folder = Folder(self.root, self.protection)
@@ -143,16 +146,17 @@ class Workspace:
 
     def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
         """Detached shadows root servers at the user's folder: their caches go elsewhere."""
+        specs: list[ServerSpec] = registry.resolve_specs(self._lsp_servers, Path(self.root))
         if not isinstance(shadow, DetachedShadow):
-            return self.servers
+            return specs
         env = private_cache_env(shadow.cache_dir)
-        specs: list[ServerSpec] = resolve_specs(self.servers)
         return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
 
     async def _start(self, policy: Policy, batch: int, idle_timeout: float) -> Scheduler:
         threaded = len(self._shadows) > 1
         lanes = [
-            Lane(i, shadow, LspPool(shadow.mountpoint, self._servers_for(shadow), idle_timeout),  # type: ignore[arg-type]
+            Lane(i, shadow, LspPool(shadow.mountpoint, self._servers_for(shadow), idle_timeout,  # type: ignore[arg-type]
+                         project=self.root),
                  threaded)
             for i, shadow in enumerate(self._shadows)
         ]  # fmt: skip
