@@ -35,6 +35,7 @@ from mcp.types import (
     ToolAnnotations,
 )
 from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 
 from ..agents.tools import TOOL_NAMES, Tools
 from ..agents.toolspec import ToolSpec
@@ -111,8 +112,9 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
             raise ToolError(texts.one_line(error))
         if error is not None:  # a bug: the SDK logs it and answers a generic failure
             raise error
-        text = TextContent(type="text", text=texts.summary(spec.name, result))
-        return CallToolResult(content=[text], structured_content=result)
+        structured = to_jsonable_python(result)  # the API's dataclasses (locations...) as JSON
+        text = TextContent(type="text", text=texts.summary(spec.name, structured))
+        return CallToolResult(content=[text], structured_content=structured)
 
     call.__signature__ = signature(spec)  # type: ignore[attr-defined]
     tool = Tool.from_function(call, name=spec.name, description=spec.description,
