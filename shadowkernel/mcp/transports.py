@@ -154,7 +154,7 @@ class BearerAuth:
             await _answer(send, 404, b'{"error": "no OAuth here: use the bearer token"}')
             return
         if scope["type"] == "http" and not self._authorized(scope):
-            await _answer(send, 401, b'{"error": "missing or wrong bearer token"}',
+            await _answer(send, 401, UNAUTHORIZED,
                           ((b"www-authenticate", b'Bearer realm="shadowkernel"'),))  # fmt: skip
             return
         await self.app(scope, receive, send)
@@ -180,12 +180,20 @@ class RefuseLarge:
 
 
 def too_large(size: int) -> bytes:
-    message = (
+    return rpc_error(
         f"request of {size} bytes is over shadowkernel's limit of {REQUEST_LIMIT} bytes "
         f"per request; staging takes at most {MAX_TEXT_BYTES} bytes of text per file"
     )
+
+
+def rpc_error(message: str) -> bytes:
+    """A JSON-RPC error body: clients show its message rather than just the HTTP status."""
     error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
     return json.dumps(error).encode()
+
+
+UNAUTHORIZED = rpc_error("missing or wrong bearer token (HTTP 401): use the token the server "
+                         "printed at start, also in its token file")  # fmt: skip
 
 
 async def _answer(send: Any, status: int, body: bytes,
