@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -248,3 +249,27 @@ def test_a_signal_stops_the_server_cleanly(
         gone, alive = psutil.wait_procs(children, timeout=10)
         assert alive == [], alive
     assert os.listdir(src)  # the folder is there, untouched (snapshot tests elsewhere)
+
+
+def test_sigterm_stops_a_stdio_server_cleanly(src: Path) -> None:
+    from mcp_helpers import COMMAND, ENV
+
+    process = subprocess.Popen([*COMMAND, str(src)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env={**os.environ, **ENV})  # fmt: skip
+    assert process.stdin and process.stdout
+    try:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+        process.stdin.write(json.dumps(hello).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving, workspace open
+        children = psutil.Process(process.pid).children(recursive=True)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == [], alive
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
