@@ -16,7 +16,8 @@ then as its last line one JSON object with every figure and the targets. It repo
 never asserts. Figures are noisy on a shared machine: the load is printed.
 
     .venv/bin/python benchmarks/mcp.py [--project more-itertools==11.2.1] [--edits N]
-                                       [--servers ruff,pyright] [--clients N] [--rounds N]
+                                       [--servers ruff,pyright] [--path SERVER=PATH]
+                                       [--clients N] [--rounds N]
 """
 
 from __future__ import annotations
@@ -110,10 +111,10 @@ async def round_trip(agent: Agent, branch: str, path: str, text: str) -> list[di
     return answer["lints"]  # type: ignore[no-any-return]
 
 
-def bench_stdio(spec: str, server: str, edits: int) -> dict[str, Any]:
+def bench_stdio(spec: str, server: str, edits: int, path: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"sk-mcp-{server}-") as tmp:
         root = project(spec, Path(tmp))
-        path = python_files(root)[0]
+        path = path or python_files(root)[0]
         lines = (root / path).read_text().count("\n")
         times = anyio.run(side_by_side, root, server, path, edits)
     mcp, api = statistics.median(times["mcp"]), statistics.median(times["api"])
@@ -200,14 +201,20 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--servers", default="ruff,pyright")
+    parser.add_argument("--path", action="append", metavar="SERVER=PATH", default=[],
+                        help="the module a server stages (default: the largest)")  # fmt: skip
     args = parser.parse_args()
+    args.path = dict(p.split("=", 1) for p in args.path)
     load = os.getloadavg()
     rows = []
     for server in [s for s in args.servers.split(",") if s]:
         print(f"stdio {server} ...", file=sys.stderr, flush=True)
         try:
-            rows.append(bench_stdio(args.project, server, args.edits))
+            path = args.path.get(server) if args.path else None
+            rows.append(bench_stdio(args.project, server, args.edits, path))
         except Exception as error:  # noqa: BLE001 - reported as the row's figure
+            while isinstance(error, BaseExceptionGroup):  # anyio's task groups wrap it
+                error = error.exceptions[0]
             message = " ".join(str(error).split())[-300:]
             rows.append({"row": f"stdio {server}: failed", "server": server, "error": message})
     if args.clients:
