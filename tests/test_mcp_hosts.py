@@ -23,7 +23,7 @@ import pytest
 from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio, text
 from overlay_helpers import needs_fuse, snapshot
 
-from shadowkernel.agents.tools import TOOL_NAMES
+from shadowkernel.agents.tools import TOOL_NAMES, Tools
 from shadowkernel.mcp.transports import REQUEST_LIMIT
 
 pytestmark = [needs_fuse, pytest.mark.timeout(240)]
@@ -147,6 +147,9 @@ def test_tools_are_described_and_hinted_and_errors_are_sentences(src: Path) -> N
             assert agent.initialized.capabilities.logging is not None
             tools = {t.name: t for t in (await agent.session.list_tools()).tools}
             assert tuple(tools) == tuple(n for n in TOOL_NAMES if n != "accept")
+            for spec in Tools(workspace=None).specs():  # what tool-calling agents get
+                assert tools[spec.name].input_schema == spec.input_schema()
+                assert tools[spec.name].description == spec.description
             for tool in tools.values():
                 assert tool.description and tool.output_schema, tool.name
                 hints = tool.annotations
