@@ -12,10 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
+from shadowkernel.agents import shapes
+from shadowkernel.agents.tools import TOOL_NAMES, entries, stable
 from shadowkernel.errors import ShadowError
 from shadowkernel.lsp import Fix, Lint, lint_table
-from shadowkernel.mcp import TOOL_NAMES, shapes, snippets
-from shadowkernel.mcp.tools import entries, stable
+from shadowkernel.mcp import snippets
 from shadowkernel.mcp.transports import BearerAuth, is_loopback, parse_address, write_token
 from shadowkernel.paths import RelPath
 from shadowkernel.text.ranges import TextEdit
@@ -146,3 +147,13 @@ def test_stable_answers_name_the_version_they_were_given_at() -> None:
 
     with pytest.raises(ShadowError, match="kept changing"):
         stable(always, moving)
+
+
+def test_mcp_help_describes_the_server(capsys: pytest.CaptureFixture[str]) -> None:
+    from shadowkernel.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["mcp", "--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert "Serve SRC to MCP clients" in shown and "SIGTERM" in shown and "8 MiB" in shown
