@@ -16,7 +16,6 @@ from ipykernel.ipkernel import IPythonKernel
 
 from .extension import load_ipython_extension, session_of
 
-
 __version__ = version("shadowkernel")  # from the installed metadata, not the package root above
 
 
