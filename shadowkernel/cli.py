@@ -154,7 +154,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def default_mcp_servers() -> list[str]:
     """ruff lints; jedi-language-server (light) answers definition, references, hover and
     symbols, when it is installed."""
-    from .lsp.specs import available_servers
+    from .lsp import available_servers
 
     return ["ruff", *(["jedi-language-server"] if available_servers().get("jedi-language-server")
                       else [])]  # fmt: skip
