@@ -25,7 +25,8 @@ from .diagnostics import (
     TsserverDiagnostics,
 )
 from .fixes import CodeActionFixes, FixSource, RuffDataFixes
-from .lints import COLUMNS, Fix, Lint, lint_table, mark_new
+from .linemap import LineMap, line_map
+from .lints import COLUMNS, Fix, Lint, flag_new, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
 from .pool import LspPool
 from .specs import ServerSpec, available_servers, builtin_specs
@@ -40,6 +41,7 @@ __all__ = [
     "Fix",
     "FixSource",
     "Hover",
+    "LineMap",
     "Lint",
     "Location",
     "LspPool",
@@ -52,6 +54,8 @@ __all__ = [
     "TsserverDiagnostics",
     "available_servers",
     "builtin_specs",
+    "flag_new",
+    "line_map",
     "lint_table",
     "mark_new",
     "run_checker",

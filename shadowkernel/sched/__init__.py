@@ -9,10 +9,11 @@ the text core below it; the public API (workspace/) and the faces sit above and 
 
 from .policy import POLICIES, Policy, RequestQueue, Ticket
 from .scheduler import Lane, Scheduler, Snapshot, acting_for
-from .timeline import MIME_TYPE, SCHEMA, Event, Timeline, percentile, summarize
+from .timeline import MIME_TYPE, SCHEMA, Answer, Event, Timeline, percentile, summarize
 
 __all__ = [
     "MIME_TYPE",
+    "Answer",
     "POLICIES",
     "SCHEMA",
     "Event",

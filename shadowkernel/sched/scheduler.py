@@ -26,7 +26,7 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
 from .policy import Policy, RequestQueue
-from .timeline import Event, Kind, answer_summary
+from .timeline import Answer, Event, Kind, legacy_answer
 
 T = TypeVar("T")
 
@@ -89,7 +89,8 @@ class Lane:
         self.key = None
 
 
-Job = Callable[[Lane], Awaitable[tuple[T, str]]]  # -> (result, outcome summary)
+# A job returns an Answer (the old (value, outcome) pair is still accepted).
+Job = Callable[[Lane], Awaitable[Answer[T] | tuple[T, str]]]
 
 
 @dataclass
@@ -156,9 +157,11 @@ class Scheduler:
     async def _serve(self, lane: Lane, id: int, request: _Request[Any]) -> None:
         started = self.now()
         lane.switch_seconds = 0.0
+        answer: Answer[Any] | None = None
         try:
-            result, outcome = await request.job(lane)
-            ok = True
+            returned = await request.job(lane)
+            answer = returned if isinstance(returned, Answer) else legacy_answer(returned)
+            ok, outcome = True, answer.outcome
         except asyncio.CancelledError:
             request.future.cancel()
             raise
@@ -168,11 +171,12 @@ class Scheduler:
                 request.future.set_exception(error)
         else:
             if not request.future.done():
-                request.future.set_result(result)
+                request.future.set_result(answer.value)
+        counts = (answer.lints, answer.new_lints, answer.exit_code) if answer else (None,) * 3
         self.events.append(
             Event(id, request.branch, request.version, request.op, request.kind, lane.index,
                   request.queued, started, lane.switch_seconds, self.now(), ok, outcome,
-                  request.client, **(answer_summary(result) if ok else {}))
+                  request.client, *counts)
         )  # fmt: skip
 
     async def close(self) -> None:

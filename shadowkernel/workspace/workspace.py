@@ -40,9 +40,9 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import RelPath
 from ..run import capabilities
-from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
+from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline
 from . import arguments
-from .baselints import BaseLints
+from .baselints import BaseLints, LineMaps
 from .branch import Branch, merge_branches
 from .bridge import LoopThread
 from .folder import Folder
@@ -99,6 +99,7 @@ class Workspace:
         self.folder = Folder(self.root)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
+        self.line_maps = LineMaps()
         self.bridge = LoopThread()
         self.origin = time.perf_counter()  # the timeline's zero
         self._shadows: list[Shadow | DetachedShadow] = []
@@ -208,10 +209,10 @@ class Workspace:
         """Workspace symbols matching `query`, as the user's folder shows them."""
         arguments.text("query", query)
 
-        async def job(lane: Lane) -> tuple[list[Symbol], str]:
+        async def job(lane: Lane) -> Answer[list[Symbol]]:
             await lane.show(FOLDER)
             found = await lane.pool.workspace_symbols(query)
-            return found, f"{len(found)} symbols"
+            return Answer(found, f"{len(found)} symbols")
 
         async def submit() -> list[Symbol]:
             self.check_open()
