@@ -31,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError
+from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError, ShadowError
 from ..lsp import LspPool
 from ..lsp.navigation import Symbol
 from ..lsp.specs import ServerSpec, resolve_specs
@@ -40,7 +40,7 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import RelPath
 from ..run import capabilities
-from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline
+from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline, default_lanes
 from . import arguments
 from .baselints import BaseLints, LineMaps
 from .branch import Branch, merge_branches
@@ -78,7 +78,7 @@ class Workspace:
         path: str | os.PathLike[str],
         servers: Sequence[Any] = ("ruff",),
         *,
-        lanes: int = 1,
+        lanes: int | None = None,
         policy: Policy = "round-robin",
         batch: int = 8,
         idle_timeout: float = 900,
@@ -88,6 +88,8 @@ class Workspace:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
+        if lanes is None:  # the machine's cores and the servers decide (sched.default_lanes)
+            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)))
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
@@ -307,3 +309,11 @@ class Workspace:
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
+
+
+def _server_names(servers: Any) -> list[str]:
+    """Server names for the lane default (bad values are reported by the later checks)."""
+    try:
+        return [spec.name for spec in resolve_specs(servers)]
+    except (ShadowError, TypeError, AttributeError):
+        return []
