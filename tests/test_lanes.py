@@ -83,3 +83,24 @@ def test_the_workspace_opens_the_default_lanes(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("x = 1\n")
     with sk.Workspace(tmp_path, servers=["ruff"]) as ws:
         assert len(ws.shadows) == default_lanes(["ruff"], len(os.sched_getaffinity(0)))
+
+
+@needs_fuse
+@needs_ruff
+def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_path: Path) -> None:
+    """Single-file linters are served from their open documents without a new manifest on
+    the mount, except when the branch changes what they read from the disk (a config)."""
+    (tmp_path / "m.py").write_text("import os\n")
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=1) as ws:
+        plain, configured = ws.branch("plain"), ws.branch("configured")
+        plain.write("m.py", "import os\nx = 1\n")
+        configured.write("m.py", "import os\nx = 2\n")
+        configured.write("ruff.toml", '[lint]\nselect = ["E"]\n')
+        unused = []
+        for branch in (plain, configured, plain, configured):
+            unused.append("F401" in set(branch.lint(["m.py"])["code"]))
+        lane = ws._scheduler.lanes[0]
+    assert unused == [True, False, True, False]
+    # Five shows (one base: m.py's base lints are shared; four versions): the first two
+    # changed only m.py, a document; the other three changed ruff.toml too.
+    assert lane.mount_switches == 3
