@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,12 +46,14 @@ from typing import Any
 
 import shadowkernel as sk
 from shadowkernel.evals import pypi
-from shadowkernel.lsp import LspPool, available_servers
+from shadowkernel.lsp import LspPool, available_servers, line_map
 from shadowkernel.sched import percentile
 
 PROJECT = "more-itertools==11.2.1"
 FILE = "more_itertools/more.py"
-CASES = "ruff:5,ruff:20,ruff:50,pyright:5,pyright:20"
+CASES = "ruff:5,ruff:20,ruff:50,pyright:5,pyright:20,ruff:1000"
+MOST_WORKTREES = 100  # beyond this only the shadowkernel side runs (a server per agent is absurd)
+MANY_EDITS = 2  # edits per agent in cases beyond MOST_WORKTREES
 QUICK = "ruff:5,ruff:20,pyright:5"
 PYRIGHT_CONFIG = {"analyzeUnannotatedFunctions": False}
 ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
@@ -168,7 +171,7 @@ class Agents:
 async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Agents) -> None:
     base = (root / FILE).read_text()
     places = spots(base)
-    trees = root.parent / "worktrees"
+    trees = root.parent / f"worktrees-{server}-{n}"
     for i in range(n):
         subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", "--detach",
                         str(trees / f"agent-{i}")], check=True)  # fmt: skip
@@ -188,11 +191,14 @@ async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Ag
         await asyncio.gather(*(agent(i) for i in range(n)))
     finally:
         await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
-        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", *(
-            str(trees / f"agent-{i}") for i in range(n))], check=False)  # fmt: skip
+        for i in range(n):
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force",
+                            str(trees / f"agent-{i}")], check=False)  # fmt: skip
+        shutil.rmtree(trees, ignore_errors=True)
+        subprocess.run(["git", "-C", str(root), "worktree", "prune"], check=False)
 
 
-async def shadow_side(ws: sk.Workspace, n: int, edits: int, agents: Agents) -> None:
+async def shadow_side(ws: sk.Workspace, n: int, edits: int, agents: Agents) -> dict:
     base = (Path(ws.root) / FILE).read_text()
     places = spots(base)
     branches = [ws.branch(f"agent-{i}") for i in range(n)]
@@ -206,6 +212,23 @@ async def shadow_side(ws: sk.Workspace, n: int, edits: int, agents: Agents) -> N
             agents.answered(i, step, asked, list(table["message"]))
 
     await asyncio.gather(*(agent(i) for i in range(n)))
+    return new_column_cost(ws, base, places, n, edits)
+
+
+def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edits: int) -> dict:
+    """What the `new` column costs per answer (the line map of the edited file against its
+    base, computed afresh as for a new version), against the median time a lint was served."""
+    base_bytes, costs = base.encode(), []
+    for i in range(n):
+        for step in range(edits):
+            new = edited(base, places, i, step).encode()
+            began = time.perf_counter()
+            line_map(base_bytes, new)
+            costs.append(time.perf_counter() - began)
+    serve = [e.serve for e in ws.events() if e.op == "lint" and e.ok]
+    cost, served = percentile(costs, 0.5), percentile(serve, 0.5)
+    return {"new_column_ms": cost * 1000, "lint_serve_ms": served * 1000,
+            "new_column_share": cost / served if served else 0.0}  # fmt: skip
 
 
 def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int | None) -> dict:
@@ -219,8 +242,11 @@ def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int 
     else:
         options = {} if lanes is None else {"lanes": lanes}
         with sk.Workspace(root, servers=[server], **options) as ws:  # type: ignore[arg-type]
-            asyncio.run(shadow_side(ws, n, edits, agents))
-            extra = {"lanes": len(ws.shadows), "own_pss_mb": pss(os.getpid()) / 2**20}
+            opened = pss(os.getpid())
+            cost = asyncio.run(shadow_side(ws, n, edits, agents))
+            own = pss(os.getpid())
+            extra = {"lanes": len(ws.shadows), "own_pss_mb": own / 2**20,
+                     "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began
     return {
@@ -266,8 +292,10 @@ def ratios(rows: list[dict]) -> list[dict]:
     """Per case: shadowkernel over worktrees (answers/s, p50, first answer, PSS)."""
     out = []
     for sk_row in (r for r in rows if r["side"] == "shadowkernel"):
-        wt = next(r for r in rows if r["side"] == "worktrees" and r["server"] == sk_row["server"]
-                  and r["branches"] == sk_row["branches"])  # fmt: skip
+        wt = next((r for r in rows if r["side"] == "worktrees" and r["server"] == sk_row["server"]
+                   and r["branches"] == sk_row["branches"]), None)  # fmt: skip
+        if wt is None:
+            continue
         out.append({
             "case": f"{sk_row['server']}:{sk_row['branches']}",
             "answers_per_s": sk_row["answers_per_s"] / wt["answers_per_s"],
@@ -307,8 +335,11 @@ def main() -> None:
                 print(f"{case}: {server} is not installed, skipped", file=sys.stderr)
                 continue
             order = ("worktrees", "shadowkernel") if k % 2 else ("shadowkernel", "worktrees")
+            if int(n) > MOST_WORKTREES:
+                order = ("shadowkernel",)
             for side in order:
-                rows.append(child(side, root, server, int(n), edits, args.lanes))
+                steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
+                rows.append(child(side, root, server, int(n), steps, args.lanes))
                 print(f"{case} {side}: done", file=sys.stderr, flush=True)
     print(
         f"{args.project}, {FILE}; {edits} edits per agent; load average "
@@ -321,6 +352,15 @@ def main() -> None:
             f"{r['case']}: answers/s {r['answers_per_s']:.2f}x, p50 {r['p50']:.2f}x, first "
             f"answer {r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees"
         )
+    for r in (r for r in rows if "own_pss_per_branch_kb" in r):
+        print(
+            f"{r['server']}:{r['branches']}: shadowkernel's own process {r['own_pss_mb']:.0f} MB "
+            f"PSS, {r['own_pss_per_branch_kb']:.0f} KB per branch ({r['edits']} versions each)"
+        )
+    for r in (r for r in rows if "new_column_share" in r):
+        print(f"{r['server']}:{r['branches']}: the new column costs {r['new_column_ms']:.2f} ms "
+              f"per answer on {FILE}, {r['new_column_share']:.1%} of a lint's serve time "
+              f"(p50 {r['lint_serve_ms']:.1f} ms)")  # fmt: skip
     print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": FILE,
                       "edits": edits, "load_before": load_before[0],
                       "load_after": os.getloadavg()[0], "cases": rows,

@@ -27,8 +27,12 @@ def servers_key(servers: Sequence[str] | None) -> str:
     return ",".join(sorted(servers)) if servers else "*"
 
 
-def key(servers: str, path: RelPath, base: bytes | None) -> Key:
-    return (servers, path, "-" if base is None else _DIGESTS.get((base,), lambda: digest(base)))
+def key(servers: str, path: RelPath, base: bytes | None, kept: bool = False) -> Key:
+    """The cache key; `kept`: `base` is an object the branch keeps (its recorded base), so
+    its digest is remembered by identity instead of hashed again on every lint."""
+    if base is None or not kept:
+        return (servers, path, digest(base))
+    return (servers, path, _DIGESTS.get((base,), lambda: digest(base)))
 
 
 class BaseLints:
@@ -91,13 +95,13 @@ class IdentityCache(Generic[V]):
         return len(self._entries)
 
 
-_DIGESTS: IdentityCache[str] = IdentityCache(4096)
+_DIGESTS: IdentityCache[str] = IdentityCache(1024)
 
 
 class LineMaps:
     """Line maps (base -> version) of staged files, per pair of bytes objects."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 1024) -> None:
         self._maps: IdentityCache[LineMap] = IdentityCache(size)
 
     def missing(self, pairs: Iterable[tuple[bytes, bytes]]) -> bool:

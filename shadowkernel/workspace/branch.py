@@ -249,7 +249,9 @@ class Branch:
 
         async def job(lane: Lane) -> Answer[tuple[list[Lint], list[bool], int]]:
             keys = {  # read when served: untouched files are the user's files of that moment
-                p: baselints.key(names, p, bases[p] if p in bases else self._base_bytes(p))
+                p: baselints.key(
+                    names, p, *((bases[p], True) if p in bases else (self._base_bytes(p), False))
+                )
                 for p in targets
                 if p not in bases or bases[p] is not None  # files the base has
             }
