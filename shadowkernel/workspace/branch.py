@@ -165,7 +165,7 @@ class Branch:
             manifest = staged(current.manifest, data, modes, self.workspace.store.make,
                               folder.is_dir)  # fmt: skip
             for path, (base, mode) in bases.items():
-                self._bases[path] = base
+                self._bases[path] = self.workspace.shared_base(path, base)
                 self._modes[path] = mode
             self._scratch.discard(data)
             files = MappingProxyType({**current.files, **data})

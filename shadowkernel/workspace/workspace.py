@@ -108,6 +108,7 @@ class Workspace:
         self._branches: dict[str, Branch] = {}
         self._lock = threading.Lock()
         self._base_blobs: dict[tuple[RelPath, str], Blob] = {}
+        self._base_bytes: dict[tuple[RelPath, str], bytes] = {}
         self._ids = itertools.count(1)
         self._closed = False
         try:
@@ -235,6 +236,14 @@ class Workspace:
             if blob is None:
                 blob = self._base_blobs[key] = self.store.make(data)
         return blob
+
+    def shared_base(self, path: RelPath, data: bytes | None) -> bytes | None:
+        """One bytes object per (path, base content): a thousand branches forked from one
+        file hold one copy of its base, not a thousand."""
+        if data is None:
+            return None
+        with self._lock:
+            return self._base_bytes.setdefault((path, digest(data)), data)
 
     # -- the timeline ------------------------------------------------------------------------
 
