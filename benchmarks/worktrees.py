@@ -44,9 +44,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 import shadowkernel as sk
 from shadowkernel.evals import pypi
-from shadowkernel.lsp import LspPool, available_servers, line_map
+from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
+from shadowkernel.lsp.specs import resolve_specs
 from shadowkernel.sched import percentile
 
 PROJECT = "more-itertools==11.2.1"
@@ -57,6 +60,11 @@ MANY_EDITS = 2  # edits per agent in cases beyond MOST_WORKTREES
 QUICK = "ruff:5,ruff:20,pyright:5"
 PYRIGHT_CONFIG = {"analyzeUnannotatedFunctions": False}
 ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
+REQUEST_TIMEOUT = 300.0  # N heavy servers on a loaded machine answer slowly; same on both sides
+
+
+def server_spec(name: str) -> ServerSpec:
+    return attrs.evolve(resolve_specs([name])[0], request_timeout=REQUEST_TIMEOUT)
 
 
 # -- the project and the edits -----------------------------------------------------------------
@@ -175,7 +183,7 @@ async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Ag
     for i in range(n):
         subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", "--detach",
                         str(trees / f"agent-{i}")], check=True)  # fmt: skip
-    pools = [LspPool(trees / f"agent-{i}", [server]) for i in range(n)]
+    pools = [LspPool(trees / f"agent-{i}", [server_spec(server)]) for i in range(n)]
     agents.start()
 
     async def agent(i: int) -> None:
@@ -248,7 +256,7 @@ def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int 
         asyncio.run(worktrees_side(root, server, n, edits, agents))
     else:
         options = {} if lanes is None else {"lanes": lanes}
-        with sk.Workspace(root, servers=[server], **options) as ws:  # type: ignore[arg-type]
+        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:  # type: ignore[arg-type]
             opened = pss(os.getpid())
             cost = asyncio.run(shadow_side(ws, n, edits, agents))
             own = pss(os.getpid())
@@ -276,8 +284,9 @@ def child(side: str, root: Path, server: str, n: int, edits: int, lanes: int | N
     if lanes is not None:
         command += ["--lanes", str(lanes)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-    if done.returncode != 0:
-        raise RuntimeError(f"{side} {server} x{n} failed:\n{done.stderr[-3000:]}")
+    if done.returncode != 0:  # reported as a failed row; the other cases still run
+        error = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"side": side, "server": server, "branches": n, "edits": edits, "error": error}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -286,6 +295,10 @@ def table(rows: list[dict]) -> str:
             f"{'p95 ms':>9}{'first s':>9}{'PSS MB':>8}{'wrong':>6}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for r in rows:
+        if "error" in r:
+            lines.append(f"{r['server'] + ' x' + str(r['branches']):<12}{r['side']:<12} failed: "
+                         f"{r['error'][:120]}")  # fmt: skip
+            continue
         lines.append(
             f"{r['server'] + ' x' + str(r['branches']):<12}{r['side']:<12}"
             f"{r.get('lanes', r['branches']):>6}{r['answers']:>8}{r['answers_per_s']:>8.1f}"
@@ -298,8 +311,9 @@ def table(rows: list[dict]) -> str:
 def ratios(rows: list[dict]) -> list[dict]:
     """Per case: shadowkernel over worktrees (answers/s, p50, first answer, PSS)."""
     out = []
-    for sk_row in (r for r in rows if r["side"] == "shadowkernel"):
-        wt = next((r for r in rows if r["side"] == "worktrees" and r["server"] == sk_row["server"]
+    ok = [r for r in rows if "error" not in r]
+    for sk_row in (r for r in ok if r["side"] == "shadowkernel"):
+        wt = next((r for r in ok if r["side"] == "worktrees" and r["server"] == sk_row["server"]
                    and r["branches"] == sk_row["branches"]), None)  # fmt: skip
         if wt is None:
             continue
@@ -347,7 +361,7 @@ def main() -> None:
             for side in order:
                 steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
                 rows.append(child(side, root, server, int(n), steps, args.lanes))
-                print(f"{case} {side}: done", file=sys.stderr, flush=True)
+                print(f"{case} {side}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     print(
         f"{args.project}, {FILE}; {edits} edits per agent; load average "
         f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
