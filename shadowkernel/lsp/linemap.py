@@ -4,16 +4,19 @@
 `bytes.splitlines` knows) and costs what the edit spans, not what the file holds:
 
 1. the common prefix and suffix are found on the raw bytes (a few memcmp calls) and cut back to
-   whole lines; for one edit, only the lines between them are looked at;
-2. in that middle, lines unique to both sides anchor the alignment (patience diff: the longest
+   whole lines; for one edit, only the lines between them are looked at. Where what is left
+   is large (edits in several places), a few lines from its middle found exactly once on
+   both sides split it in two, and each half is matched the same way (bytes.find, memcmp);
+2. in what is left, lines unique to both sides anchor the alignment (patience diff: the longest
    increasing run of anchors), and the stretches between anchors are aligned the same way, a
    few levels deep;
 3. what is left is a hunk of replaced lines, where a new line is paired with a base line the
    edit *touched but did not remove*: equal but for whitespace and a trailing comment, or
    mostly the same characters.
 
-Nothing is quadratic in the file: a hunk is paired exhaustively only while small (`PAIR_CELLS`),
-greedily in a short window beyond that.
+Nothing is quadratic in the file: Python touches the lines of the edited places only (a few
+C passes over the bytes per split), and a hunk is paired exhaustively only while small
+(`PAIR_CELLS`), greedily in a short window beyond that. The answer is a few runs of lines.
 
 Caveat: step 3 is a heuristic. A rewritten line that still reads much like the old one keeps
 the old line's identity, so a lint with the same code and message on it stays old.
@@ -26,35 +29,34 @@ import difflib
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 PAIR_CELLS = 2_500  # largest hunk (base lines x new lines) paired exhaustively
 WINDOW = 8  # how far ahead a greedy pairing looks in a larger hunk
-DEPTH = 4  # levels of anchoring before a stretch is treated as one hunk
+DEPTH = 4  # levels of line anchoring before a stretch is treated as one hunk
+SPLITS = 12  # levels of splitting at a probe (up to 4,096 edited places stay cheap)
+PROBE_LINES = 4  # a probe: this many lines from the middle of the base's unmatched bytes
+SMALL = 4_096  # unmatched regions below this many bytes go straight to the line alignment
 SIMILAR = 0.75  # difflib ratio above which an edited line is the same line touched
 _SPACE = re.compile(rb"\s+")
+
+Run = tuple[int, int, int]  # (first new line, first base line, lines), 1-based
 
 
 @dataclass(frozen=True)
 class LineMap:
-    """1-based new line -> 1-based base line, or None for a line the edit added.
+    """1-based new line -> 1-based base line, or None for a line the edit added: runs of
+    consecutive mapped lines, sorted (as many as the edit has places, not lines)."""
 
-    The first `prefix` lines are the same on both sides; then come `base_middle` base lines
-    and `new_middle` new lines, mapped by `middle` (new line -> base line, for those that have
-    one); every later line is the same on both sides again, shifted.
-    """
-
-    prefix: int
-    base_middle: int
-    new_middle: int
-    middle: dict[int, int] = field(default_factory=dict)
+    starts: tuple[int, ...]  # each run's first new line
+    bases: tuple[int, ...]  # its first base line
+    lengths: tuple[int, ...]
 
     def get(self, line: int) -> int | None:
-        if line <= self.prefix:
-            return line
-        if line > self.prefix + self.new_middle:
-            return line + self.base_middle - self.new_middle
-        return self.middle.get(line)
+        k = bisect.bisect_right(self.starts, line) - 1
+        if k < 0 or line >= self.starts[k] + self.lengths[k]:
+            return None
+        return self.bases[k] + line - self.starts[k]
 
     def pairs(self, new_lines: int) -> dict[int, int]:
         """Every mapped line of a new text of `new_lines` lines (walks them all: for tests)."""
@@ -64,33 +66,117 @@ class LineMap:
 
 def line_map(base: bytes, new: bytes) -> LineMap:
     """How `new` lines map to `base` lines (see the module docstring)."""
-    start = _prefix_cut(base, new)
-    base_end, new_end = _suffix_cut(base, new, start)
-    prefix = _count_lines(base, start)
-    a = base[start:base_end].splitlines()
-    b = new[start:new_end].splitlines()
-    middle = {prefix + j + 1: prefix + i + 1
-              for i, j in _align(a, b, 0, len(a), 0, len(b), DEPTH)}  # fmt: skip
-    return LineMap(prefix, len(a), len(b), middle)
+    runs: list[Run] = []
+    _match(base, new, 0, len(base), 0, len(new), 1, 1, runs, SPLITS)
+    merged: list[list[int]] = []
+    for first, origin, length in runs:
+        last = merged[-1] if merged else None
+        if last and last[0] + last[2] == first and last[1] + last[2] == origin:
+            last[2] += length
+        elif length:
+            merged.append([first, origin, length])
+    return LineMap(tuple(r[0] for r in merged), tuple(r[1] for r in merged),
+                   tuple(r[2] for r in merged))  # fmt: skip
 
 
-# -- step 1: the common prefix and suffix, in whole lines ---------------------------------------
+# -- step 1: equal bytes, in whole lines ---------------------------------------------------------
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
-    """Length of the longest common prefix (memcmp over chunks that double, then halve)."""
-    return _common_run(a, b, lambda data, low, high: data[low:high])
+def _match(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int, la: int, lb: int,
+           runs: list[Run], splits: int) -> None:  # fmt: skip
+    """Align a[a0:a1] with b[b0:b1] (both begin at a line start; la, lb: their first lines)."""
+    same = _common_run(a, b, _ahead, a0, b0, min(a1 - a0, b1 - b0))
+    if same == a1 - a0 == b1 - b0:
+        runs.append((lb, la, _count_lines(a, a0, a1)))
+        return
+    cut = a.rfind(b"\n", a0, a0 + same) + 1 or a0  # the equal prefix, in whole lines
+    head = _count_lines(a, a0, cut)
+    runs.append((lb, la, head))
+    b0, a0, la, lb = b0 + cut - a0, cut, la + head, lb + head
+    a_end, b_end = _suffix_cut(a, b, a0, a1, b0, b1)
+    tail = (lb + _count_lines(b, b0, b_end), la + _count_lines(a, a0, a_end),
+            _count_lines(a, a_end, a1))  # fmt: skip
+    _middle(a, b, a0, a_end, b0, b_end, la, lb, runs, splits)
+    runs.append(tail)
 
 
-def _common_suffix(a: bytes, b: bytes) -> int:
-    return _common_run(a, b, lambda data, low, high: data[len(data) - high : len(data) - low])
+def _suffix_cut(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int) -> tuple[int, int]:
+    """Where the whole lines both regions end with begin (never before a0, b0)."""
+    same = _common_run(a, b, _behind, a1, b1, min(a1 - a0, b1 - b0))
+    at, at_b = a1 - same, b1 - same
+    if same and at == a0 and (at_b == b0 or b[at_b - 1 : at_b] == b"\n"):
+        return at, at_b  # the common tail begins at a line start on both sides
+    # Else a line of the tail begins after a \n inside it (the byte before the tail differs).
+    found = a.find(b"\n", at, a1) if same else -1
+    if found < 0 or found + 1 > a1:
+        return a1, b1
+    return found + 1, found + 1 + (b1 - a1)
 
 
-def _common_run(a: bytes, b: bytes, chunk: Callable[[bytes, int, int], bytes]) -> int:
-    n, low, step, growing = min(len(a), len(b)), 0, 4096, True
+def _middle(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int, la: int, lb: int,
+            runs: list[Run], splits: int) -> None:  # fmt: skip
+    """What differs between two equal stretches: split it at a probe found once on both sides
+    (several edited places), else align its lines."""
+    if a0 >= a1 or b0 >= b1:
+        return  # lines only added, or only removed
+    probe = _probe(a, b, a0, a1, b0, b1) if splits and a1 - a0 > SMALL else None
+    if probe is None:
+        for first, origin, length in _line_runs(a[a0:a1].splitlines(), b[b0:b1].splitlines()):
+            runs.append((lb + first, la + origin, length))
+        return
+    at_a, at_b = probe
+    _match(a, b, a0, at_a, b0, at_b, la, lb, runs, splits - 1)
+    la, lb = la + _count_lines(a, a0, at_a), lb + _count_lines(b, b0, at_b)
+    _match(a, b, at_a, a1, at_b, b1, la, lb, runs, splits - 1)
+
+
+def _probe(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int) -> tuple[int, int] | None:
+    """A few whole lines from the middle of a[a0:a1] that occur exactly once there and once in
+    b[b0:b1], at a line start: where both sides can be split."""
+    begin = a.find(b"\n", (a0 + a1) // 2, a1) + 1
+    if not begin:
+        return None
+    end = begin
+    for _ in range(PROBE_LINES):
+        end = a.find(b"\n", end, a1) + 1
+        if not end:
+            return None
+    probe = a[begin:end]
+    found = b.find(probe, b0, b1)
+    if (found < 0 or b.find(probe, found + 1, b1) >= 0
+            or a.find(probe, a0, begin) >= 0 or a.find(probe, begin + 1, a1) >= 0
+            or not (found == b0 or b[found - 1 : found] == b"\n")):  # fmt: skip
+        return None
+    return begin, found
+
+
+def _line_runs(a: list[bytes], b: list[bytes]) -> list[Run]:
+    """0-based runs of the line alignment (steps 2 and 3) of two small line lists."""
+    runs: list[Run] = []
+    for i, j in _align(a, b, 0, len(a), 0, len(b), DEPTH):
+        if runs and runs[-1][0] + runs[-1][2] == j and runs[-1][1] + runs[-1][2] == i:
+            runs[-1] = (runs[-1][0], runs[-1][1], runs[-1][2] + 1)
+        else:
+            runs.append((j, i, 1))
+    return runs
+
+
+def _ahead(data: bytes, origin: int, low: int, high: int) -> bytes:
+    return data[origin + low : origin + high]
+
+
+def _behind(data: bytes, origin: int, low: int, high: int) -> bytes:
+    return data[origin - high : origin - low]
+
+
+def _common_run(a: bytes, b: bytes, chunk: Callable[[bytes, int, int, int], bytes],
+                a_origin: int, b_origin: int, n: int) -> int:  # fmt: skip
+    """How many of at most `n` bytes the two texts share going from their origins, ahead or
+    behind (memcmp over chunks that double, then halve)."""
+    low, step, growing = 0, 4096, True
     while low < n:
         high = min(low + step, n)
-        if chunk(a, low, high) == chunk(b, low, high):
+        if chunk(a, a_origin, low, high) == chunk(b, b_origin, low, high):
             low = high
             step = step * 2 if growing else step
         elif high - low == 1:
@@ -100,33 +186,16 @@ def _common_run(a: bytes, b: bytes, chunk: Callable[[bytes, int, int], bytes]) -
     return low
 
 
-def _prefix_cut(a: bytes, b: bytes) -> int:
-    """The end of the last whole line both start with (just after a \\n)."""
-    common = _common_prefix(a, b)
-    if common == len(a) == len(b):
-        return common
-    return a.rfind(b"\n", 0, common) + 1
-
-
-def _suffix_cut(a: bytes, b: bytes, start: int) -> tuple[int, int]:
-    """Where the whole lines both end with begin, in `a` and in `b` (never before `start`)."""
-    limit = min(len(a), len(b)) - start
-    common = min(_common_suffix(a, b), limit) if limit > 0 else 0
-    at, at_b = len(a) - common, len(b) - common
-    if common and at == start and b[at_b - 1 : at_b] in (b"\n", b""):
-        return at, at_b  # the common tail begins at a line start on both sides
-    # Else a line of the tail begins after a \n inside it (the byte before the tail differs).
-    found = a.find(b"\n", at) if common else -1
-    if found < 0:
-        return len(a), len(b)
-    return found + 1, found + 1 + len(b) - len(a)
-
-
-def _count_lines(data: bytes, end: int) -> int:
-    """Line breaks in data[:end] (LSP's: \n, \r\n, \r)."""
-    if data.find(b"\r", 0, end) < 0:
-        return data.count(b"\n", 0, end)
-    return data.count(b"\n", 0, end) + data.count(b"\r", 0, end) - data.count(b"\r\n", 0, end)
+def _count_lines(data: bytes, begin: int, end: int) -> int:
+    """Lines in data[begin:end], which begins at a line start (LSP's breaks: \n, \r\n, \r)."""
+    if begin >= end:
+        return 0
+    if data.find(b"\r", begin, end) < 0:
+        breaks = data.count(b"\n", begin, end)
+    else:
+        breaks = (data.count(b"\n", begin, end) + data.count(b"\r", begin, end)
+                  - data.count(b"\r\n", begin, end))  # fmt: skip
+    return breaks + (data[end - 1] not in b"\r\n")
 
 
 # -- step 2: anchors ------------------------------------------------------------------------------
