@@ -9,6 +9,7 @@ they can change under it; accept() guards only the files it touched.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -17,13 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pandas as pd
 
 from ..errors import ArgumentError, ClosedError, ConflictError, NotFound, ShadowError, StagingError
-from ..lsp import Lint, lint_table, mark_new
+from ..lsp import LineMap, Lint, flag_new, lint_table
 from ..lsp.documents import workspace_edit_changes
 from ..lsp.navigation import Hover, Location, Symbol
 from ..overlay.store import freeze
 from ..paths import RelPath, rel
 from ..run import RunResult
-from ..sched import Lane, Snapshot
+from ..sched import Answer, Lane, Snapshot
 from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
@@ -227,7 +228,7 @@ class Branch:
             manifest = staged(current.manifest, data, shown, self.workspace.store.make,
                               folder.is_dir)  # fmt: skip
             for path, (base, mode) in bases.items():
-                self._bases[path] = base
+                self._bases[path] = self.workspace.shared_base(path, base)
                 self._modes[path] = mode
             self._scratch.discard(data)
             files = MappingProxyType({**current.files, **data})
@@ -308,13 +309,14 @@ class Branch:
             bases = dict(self._bases)
         targets = self._lint_targets(version, paths)
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
-        base_texts = {p: _text_or_empty(b) for p, b in bases.items() if b is not None}
-        new_texts = texts(version)
+        maps = await _line_maps(self.workspace.line_maps, version, bases, targets)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
-        async def job(lane: Lane) -> tuple[tuple[list[Lint], list[bool], int], str]:
+        async def job(lane: Lane) -> Answer[tuple[list[Lint], list[bool], int]]:
             keys = {  # read when served: untouched files are the user's files of that moment
-                p: baselints.key(names, p, bases[p] if p in bases else self._base_bytes(p))
+                p: baselints.key(
+                    names, p, *((bases[p], True) if p in bases else (self._base_bytes(p), False))
+                )
                 for p in targets
                 if p not in bases or bases[p] is not None  # files the base has
             }
@@ -325,8 +327,9 @@ class Branch:
                 cache.store({p: keys[p] for p in missing}, found)
             await lane.show(snapshot)
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
-            flags = mark_new(lints, cache.lints(keys), base_texts, new_texts)
-            return (lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)"
+            flags = flag_new(lints, cache.lints(keys), maps)
+            return Answer((lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)",
+                          lints=len(lints), new_lints=sum(flags))  # fmt: skip
 
         submitted = self.workspace.submit(self, version.number, "lint", "lint", job)
         lints, flags, number = await submitted
@@ -382,12 +385,12 @@ class Branch:
             version = self._versions[-1]
             snapshot = self._snapshot(version)
 
-        async def job(lane: Lane) -> tuple[Any, str]:
+        async def job(lane: Lane) -> Answer[Any]:
             await lane.show(snapshot)
             answer = await getattr(lane.pool, op)(target, *position)
             if op == "hover":
-                return answer, "hover" if answer else "no hover"
-            return answer, f"{len(answer)} {'symbols' if op == 'symbols' else 'locations'}"
+                return Answer(answer, "hover" if answer else "no hover")
+            return Answer(answer, f"{len(answer)} {'symbols' if op == 'symbols' else 'locations'}")
 
         return await self.workspace.submit(self, version.number, "navigation", op, job)
 
@@ -531,8 +534,13 @@ def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:
         merged.conflicts = tuple(plan.conflicts)
 
 
-def _text_or_empty(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
+async def _line_maps(cache: baselints.LineMaps, version: Version,
+                     bases: Mapping[RelPath, bytes | None],
+                     targets: Sequence[RelPath]) -> dict[RelPath, LineMap]:  # fmt: skip
+    """How each staged target's lines map to its base (the `new` column), from the cache or
+    computed in a worker thread: never on the services' loop."""
+    pairs = {p: (bases.get(p) or b"", data) for p in targets
+             if (data := version.files.get(p)) is not None}  # fmt: skip
+    if cache.missing(pairs.values()):
+        return await asyncio.to_thread(lambda: {p: cache.get(*pair) for p, pair in pairs.items()})
+    return {p: cache.get(*pair) for p, pair in pairs.items()}

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError
+from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError, ShadowError
 from ..lsp import LspPool, registry
 from ..lsp.navigation import Symbol
 from ..lsp.specs import ServerSpec
@@ -41,9 +41,9 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import Protection, RelPath
 from ..run import capabilities
-from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
+from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline, default_lanes
 from . import arguments
-from .baselints import BaseLints
+from .baselints import BaseLints, LineMaps
 from .branch import Branch, merge_branches
 from .bridge import LoopThread
 from .folder import Folder
@@ -83,7 +83,7 @@ class Workspace:
         path: str | os.PathLike[str],
         servers: Sequence[Any] = ("ruff",),
         *,
-        lanes: int = 1,
+        lanes: int | None = None,
         policy: Policy = "round-robin",
         batch: int = 8,
         idle_timeout: float = 900,
@@ -94,6 +94,8 @@ class Workspace:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
+        if lanes is None:  # the machine's cores and the servers decide (sched.default_lanes)
+            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)))
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
@@ -108,12 +110,14 @@ class Workspace:
         self.folder = Folder(self.root, self.protection)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
+        self.line_maps = LineMaps()
         self.bridge = LoopThread()
         self.origin = time.perf_counter()  # the timeline's zero
         self._shadows: list[Shadow | DetachedShadow] = []
         self._branches: dict[str, Branch] = {}
         self._lock = threading.Lock()
         self._base_blobs: dict[tuple[RelPath, str], Blob] = {}
+        self._base_bytes: dict[tuple[RelPath, str], bytes] = {}
         self._ids = itertools.count(1)
         self._closed = False
         try:
@@ -220,10 +224,10 @@ class Workspace:
         """Workspace symbols matching `query`, as the user's folder shows them."""
         arguments.text("query", query)
 
-        async def job(lane: Lane) -> tuple[list[Symbol], str]:
+        async def job(lane: Lane) -> Answer[list[Symbol]]:
             await lane.show(FOLDER)
             found = await lane.pool.workspace_symbols(query)
-            return found, f"{len(found)} symbols"
+            return Answer(found, f"{len(found)} symbols")
 
         async def submit() -> list[Symbol]:
             self.check_open()
@@ -244,6 +248,14 @@ class Workspace:
             if blob is None:
                 blob = self._base_blobs[key] = self.store.make(data)
         return blob
+
+    def shared_base(self, path: RelPath, data: bytes | None) -> bytes | None:
+        """One bytes object per (path, base content): a thousand branches forked from one
+        file hold one copy of its base, not a thousand."""
+        if data is None:
+            return None
+        with self._lock:
+            return self._base_bytes.setdefault((path, digest(data)), data)
 
     # -- the timeline ------------------------------------------------------------------------
 
@@ -318,3 +330,11 @@ class Workspace:
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
+
+
+def _server_names(servers: Any) -> list[str]:
+    """Server names for the lane default (bad values are reported by the later checks)."""
+    try:
+        return [spec.name for spec in registry.resolve_specs(servers)]
+    except (ShadowError, TypeError, AttributeError):
+        return []
