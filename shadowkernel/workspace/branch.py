@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
-from ..errors import ArgumentError, ClosedError, ConflictError, NotFound, ShadowError, StagingError
+from ..errors import ArgumentError, ConflictError, NotFound, ShadowError, StagingError
 from ..lsp import Lint, lint_table, mark_new
 from ..lsp.documents import workspace_edit_changes
 from ..lsp.navigation import Hover, Location, Symbol
-from ..overlay.store import freeze
 from ..paths import RelPath, rel
 from ..run import RunResult
 from ..sched import Lane, Snapshot
@@ -28,10 +27,11 @@ from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
 from ..text.uris import uri_to_rel
-from . import arguments, baselints, runs, scratch
+from . import arguments, baselints, runs
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
-from .staging import Version, base_snapshot, n_files, staged, version_snapshot
+from .staging import Version, base_snapshot, n_files, version_snapshot
+from .state import BranchState, file_bytes
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -42,43 +42,40 @@ LintTable: TypeAlias = pd.DataFrame  # columns: lsp.COLUMNS; attrs: branch, vers
 class Branch:
     """A private line of edits on top of the user's folder. Create with `ws.branch(name)`."""
 
-    def __init__(self, workspace: Workspace, name: str, uid: int) -> None:
+    def __init__(
+        self, workspace: Workspace, name: str, uid: int, state: BranchState | None = None
+    ) -> None:
         self.workspace = workspace
         self.name = name
         self.conflicts: tuple[RelPath, ...] = ()  # set by ws.merge_check: paths that overlapped
         self._uid = uid  # names can be reused after drop(); snapshot keys must not be
-        self._lock = threading.RLock()
-        self._bases: dict[RelPath, bytes | None] = {}
-        self._modes: dict[RelPath, int] = {}
-        self._versions: list[Version] = [Version(0, MappingProxyType({}), freeze({}), "fork")]
-        self._scratch = scratch.Scratch()
-        self._state = "open"
+        self.state = state or BranchState(name)  # versions, bases, scratch and their lock
 
     # -- versions -------------------------------------------------------------------------------
 
     @property
     def version(self) -> int:
-        return self._versions[-1].number
+        return self.state.head.number
 
     @property
     def versions(self) -> tuple[Version, ...]:
-        return tuple(self._versions)
+        return tuple(self.state.versions)
 
     @property
     def files(self) -> Mapping[RelPath, bytes | None]:
         """Every path this branch touched at its current version (None: deleted)."""
-        return self._versions[-1].files
+        return self.state.head.files
 
     @property
     def bases(self) -> Mapping[RelPath, bytes | None]:
         """The user's bytes of each touched path when the branch first touched it."""
-        with self._lock:
-            return MappingProxyType(dict(self._bases))
+        with self.state.lock:
+            return MappingProxyType(dict(self.state.bases))
 
     def read(self, path: str) -> str:
         """The branch's current text of `path` (staged, or the user's file)."""
         target = arguments.path("path", path)
-        text = self._current_text(self._versions[-1], target)
+        text = self._current_text(self.state.head, target)
         if text is None:
             raise NotFound(f"path {target!r} does not exist in branch {self.name!r}")
         return text
@@ -94,7 +91,7 @@ class Branch:
         """Replace the one occurrence of `old` in `path` by `new`."""
         target = arguments.path("path", path)
         old, new = arguments.text("old", old), arguments.text("new", new)
-        with self._lock:
+        with self.state.lock:
             text = self.read(target)
             return self._stage_text({target: replace_once(text, old, new, target)},
                                     f"replace in {target}")  # fmt: skip
@@ -103,15 +100,15 @@ class Branch:
         """Apply a unified diff (one or more files; '--- /dev/null' creates, '+++ /dev/null'
         deletes). All files or none."""
         arguments.text("patch", patch)
-        with self._lock:
-            version = self._versions[-1]
+        with self.state.lock:
+            version = self.state.head
             changes = patches.apply_patch(patch, lambda p: self._current_text(version, p))
             return self._stage_text(changes, f"patch ({n_files(len(changes))})")
 
     def delete(self, path: str) -> int:
         target = arguments.path("path", path)
-        with self._lock:
-            if self._current_bytes(self._versions[-1], target) is None:
+        with self.state.lock:
+            if self._current_bytes(self.state.head, target) is None:
                 raise NotFound(f"delete: {target!r} does not exist in branch {self.name!r}")
             return self._stage_text({target: None}, f"delete {target}")
 
@@ -121,8 +118,8 @@ class Branch:
         if edit is None or isinstance(edit, str | bytes | int | float):
             raise ArgumentError(f"edit={edit!r}: give an LSP WorkspaceEdit (object or JSON dict) "
                                 "or a lint's quick fix (a row's `fixes` entry)")  # fmt: skip
-        with self._lock:
-            version = self._versions[-1]
+        with self.state.lock:
+            version = self.state.head
             read = lambda p: self._current_text(version, p)  # noqa: E731
             if hasattr(edit, "edits") and hasattr(edit, "title"):  # an lsp.Fix
                 changes = self._fix_changes(edit, read)
@@ -155,26 +152,11 @@ class Branch:
 
     def _stage(self, data: Mapping[RelPath, bytes | None], op: str) -> int:
         """Validate everything first, then make one new version (bad input changes nothing)."""
-        with self._lock:
-            self._check_open()
-            folder = self.workspace.folder
-            bases = {p: folder.read(p) for p in data if p not in self._bases}
-            modes = {**{p: m for p, (_, m) in bases.items()}, **self._modes}
-            current = self._versions[-1]
-            manifest = staged(current.manifest, data, modes, self.workspace.store.make,
-                              folder.is_dir)  # fmt: skip
-            for path, (base, mode) in bases.items():
-                self._bases[path] = base
-                self._modes[path] = mode
-            self._scratch.discard(data)
-            files = MappingProxyType({**current.files, **data})
-            self._versions.append(Version(current.number + 1, files, manifest, op))
-            return current.number + 1
+        self.workspace.check_open()
+        return self.state.stage(data, op, self.workspace.folder, self.workspace.store.make)
 
     def _current_bytes(self, version: Version, path: RelPath) -> bytes | None:
-        if path in version.files:
-            return version.files[path]
-        return self.workspace.folder.content(path)
+        return file_bytes(version, path, self.workspace.folder)
 
     def _current_text(self, version: Version, path: RelPath) -> str | None:
         data = self._current_bytes(version, path)
@@ -186,13 +168,11 @@ class Branch:
         return version_snapshot(self._uid, version)
 
     def _base_snapshot(self) -> Snapshot:
-        return base_snapshot(self._bases, self._modes, self.workspace.base_blob)
+        return base_snapshot(self.state.bases, self.state.modes, self.workspace.base_blob)
 
     def _base_bytes(self, path: RelPath) -> bytes | None:
-        if path in self._bases:
-            return self._bases[path]
         try:
-            return self.workspace.folder.content(path)
+            return self.state.base_bytes(path, self.workspace.folder)
         except ShadowError:
             return None
 
@@ -237,11 +217,11 @@ class Branch:
     async def _lint(
         self, paths: Sequence[str] | None, servers: Sequence[str] | None, fixes: bool
     ) -> tuple[list[Lint], list[bool], int]:
-        with self._lock:
+        with self.state.lock:
             self._check_open()
-            version = self._versions[-1]
+            version = self.state.head
             snapshot, base = self._snapshot(version), self._base_snapshot()
-            bases = dict(self._bases)
+            bases = dict(self.state.bases)
         targets = self._lint_targets(version, paths)
         base_texts = {p: _text_or_empty(b) for p, b in bases.items() if b is not None}
         new_texts = {p: d.decode("utf-8") for p, d in version.files.items() if d is not None}
@@ -306,9 +286,9 @@ class Branch:
         target = arguments.path("path", path)
         if position:
             position = arguments.position(*position)
-        with self._lock:
+        with self.state.lock:
             self._check_open()
-            version = self._versions[-1]
+            version = self.state.head
             snapshot = self._snapshot(version)
 
         async def job(lane: Lane) -> tuple[Any, str]:
@@ -351,18 +331,18 @@ class Branch:
     def diff(self, version: int | None = None) -> Diff:
         """The branch's edits against its base at `version` (default: the current one), as a
         unified diff (git style)."""
-        with self._lock:
-            return version_diff(self._version(version).files, self._bases)
+        with self.state.lock:
+            return version_diff(self._version(version).files, self.state.bases)
 
     def _version(self, number: int | None) -> Version:
         if number is None:
-            return self._versions[-1]
+            return self.state.head
         if isinstance(number, bool) or not isinstance(number, int):
             raise ArgumentError(f"version={number!r}: give a version number (an int)")
-        if not 0 <= number < len(self._versions):
+        if not 0 <= number < len(self.state.versions):
             raise NotFound(f"branch {self.name!r} has no version {number} (it has 0 to "
                            f"{self.version})")  # fmt: skip
-        return self._versions[number]
+        return self.state.versions[number]
 
     def accept(self) -> Accepted:
         """Write the branch's files into the user's folder.
@@ -372,9 +352,9 @@ class Branch:
         nothing at all is written. Each file is replaced atomically (temp file + rename).
         """
         folder = self.workspace.folder
-        with self._lock:
+        with self.state.lock:
             self._check_open()
-            plan = merge_plan(self._versions[-1].files, self._bases.get, folder.content)
+            plan = merge_plan(self.state.head.files, self.state.bases.get, folder.content)
             if plan.conflicts:
                 raise ConflictError(
                     f"accept {self.name!r}: the user changed {', '.join(plan.conflicts)} since "
@@ -383,9 +363,8 @@ class Branch:
                     paths=tuple(plan.conflicts),
                 )
             for path, data in plan.writes.items():
-                folder.write_atomic(path, data, self._modes.get(path, 0o644))
-            for path in self._versions[-1].files:
-                self._bases[path] = folder.content(path)
+                folder.write_atomic(path, data, self.state.modes.get(path, 0o644))
+            self.state.rebase({p: folder.content(p) for p in self.state.head.files})
         return Accepted(
             written=tuple(p for p, d in plan.writes.items() if d is not None),
             deleted=tuple(p for p, d in plan.writes.items() if d is None),
@@ -394,40 +373,16 @@ class Branch:
 
     def drop(self) -> None:
         """Forget the branch (its versions and scratch layer). The user's folder is untouched."""
-        with self._lock:
-            self._state = "dropped"
-            self._scratch.clear()
+        self.state.drop()
         self.workspace._forget(self)
 
     def _check_open(self) -> None:
-        if self._state != "open":
-            raise ClosedError(f"branch {self.name!r} was {self._state}; fork a new one")
+        self.state.check_open()
         self.workspace.check_open()
 
     def __repr__(self) -> str:
         return (f"<Branch {self.name!r} v{self.version}: {n_files(len(self.files))} touched, "
-                f"{self._state}>")  # fmt: skip
-
-
-def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:
-    """Stage on the fresh branch `merged` the three-way merge of `a` and `b`: their common base
-    (each path's base as the branch that touched it first recorded it) becomes its base."""
-    with a._lock, b._lock:
-        ours, theirs = a._versions[-1], b._versions[-1]
-        paths = sorted({*ours.files, *theirs.files})
-        bases = {**b._bases, **a._bases}
-        modes = {**b._modes, **a._modes}
-        mine = {p: a._current_bytes(ours, p) for p in paths}
-        other = {p: b._current_bytes(theirs, p) for p in paths}
-    plan = merge_plan(mine, bases.get, other.get)
-    result = {p: plan.writes.get(p, other[p]) for p in paths} | {p: mine[p] for p in plan.conflicts}
-    changed = {p: d for p, d in result.items() if d != bases[p]}
-    with merged._lock:
-        merged._bases.update({p: bases[p] for p in changed})
-        merged._modes.update({p: modes[p] for p in changed if p in modes})
-        if changed:
-            merged._stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}")
-        merged.conflicts = tuple(plan.conflicts)
+                f"{self.state.status}>")  # fmt: skip
 
 
 def _text_or_empty(data: bytes) -> str:

@@ -19,7 +19,9 @@ from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane
 from . import arguments, scratch
+from .folder import Folder
 from .staging import Version, n_files
+from .state import file_bytes
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -37,21 +39,21 @@ def check(
 async def run(branch: Branch, cmd: str | list[str], timeout: float, network: bool, keep: bool,
               options: dict[str, Any]) -> RunResult:  # fmt: skip
     """Queue the run on the scheduler; its writes go to the scratch layer (or the next version)."""
-    with branch._lock:
-        branch._check_open()
-        version = branch._versions[-1]
+    state = branch.state
+    with state.lock:
+        state.check_open()
+        version = state.head
 
     async def job(lane: Lane) -> tuple[RunResult, str]:
-        with branch._lock:
+        with state.lock:
             # Staging drops a path from the scratch layer, so what is left there is newer.
-            manifest = branch._scratch.over(version.manifest)
+            manifest = state.scratch.over(version.manifest)
         result = await asyncio.to_thread(
             run_in_shadow, lane.shadow, manifest, cmd, timeout=timeout, network=network,
             **options,
         )  # fmt: skip
         written = dict(result.written)
-        with branch._lock:
-            branch._scratch.absorb(written)
+        state.absorb(written)
         lane.run_wrote(set(written))
         how = "timed out" if result.timed_out else f"exit {result.exit_code}"
         return result, f"{how}, {n_files(len(written))} written ({result.mode})"
@@ -65,26 +67,29 @@ async def run(branch: Branch, cmd: str | list[str], timeout: float, network: boo
 
 def stage_kept(branch: Branch, written: Mapping[RelPath, Override | None]) -> int | None:
     """Stage what a run wrote as the branch's next version; None when nothing was keepable."""
-    with branch._lock:
-        version = branch._versions[-1]
-        rules = scratch.ignore_rules(lambda p: _file_bytes(branch, version, p), written)
-        data = scratch.kept(written, rules, lambda f: _override_bytes(branch, f))
+    state, folder = branch.state, branch.workspace.folder
+    with state.lock:
+        version = state.head
+        rules = scratch.ignore_rules(lambda p: _file_bytes(folder, version, p), written)
+        data = scratch.kept(written, rules, lambda f: _override_bytes(folder, f))
         data = {p: d for p, d in data.items()
-                if d is not None or _file_bytes(branch, version, p) is not None}  # fmt: skip
+                if d is not None or _file_bytes(folder, version, p) is not None}  # fmt: skip
         if not data:
             return None
-        return branch._stage(data, f"run kept ({n_files(len(data))})")
+        branch.workspace.check_open()
+        return state.stage(data, f"run kept ({n_files(len(data))})", folder,
+                           branch.workspace.store.make)  # fmt: skip
 
 
-def _file_bytes(branch: Branch, version: Version, path: RelPath) -> bytes | None:
+def _file_bytes(folder: Folder, version: Version, path: RelPath) -> bytes | None:
     try:
-        return branch._current_bytes(version, path)
+        return file_bytes(version, path, folder)
     except ShadowError:  # a directory or symlink there: not a file to keep or delete
         return None
 
 
-def _override_bytes(branch: Branch, override: File) -> bytes:
+def _override_bytes(folder: Folder, override: File) -> bytes:
     if override.blob is not None:
         return override.blob.bytes()
-    data = branch.workspace.folder.content(override.origin) if override.origin else None
+    data = folder.content(override.origin) if override.origin else None
     return data or b""

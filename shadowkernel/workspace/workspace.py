@@ -43,11 +43,12 @@ from ..run import capabilities
 from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
 from . import arguments
 from .baselints import BaseLints
-from .branch import Branch, merge_branches
+from .branch import Branch
 from .bridge import LoopThread
 from .folder import Folder
 from .scratch import USUAL_CACHES
 from .staging import digest
+from .state import merge
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ class Workspace:
             if not isinstance(branch, Branch) or branch.workspace is not self:
                 raise ArgumentError(f"{arg}={branch!r}: give a branch of this workspace")
         merged = self.branch(name or f"merge-{a.name}-{b.name}")
-        merge_branches(merged, a, b)
+        merged.conflicts = merge(merged.state, a.state, b.state, self.folder, self.store.make)
         return merged
 
     # -- requests ----------------------------------------------------------------------------
