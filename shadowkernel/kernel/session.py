@@ -12,6 +12,7 @@ wrote so far kept in the branch's scratch layer.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +39,10 @@ class Session:
     # -- the workspace ------------------------------------------------------------------------
 
     def open(self, path: str, servers: list[str], lanes: int = 1, mode: str = "auto") -> Workspace:
-        """A new shadow of `path`; the previous one closes only once this one is open."""
+        """A new shadow of `path`; the previous one closes only once this one is open (first,
+        when it shadows the same folder: one workspace at a time holds its durable branches)."""
+        if self.workspace is not None and self.workspace.root == os.path.realpath(path):
+            self.close()
         workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
         self.close()
         self.workspace = workspace

@@ -27,7 +27,7 @@ from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
 from ..text.uris import uri_to_rel
-from . import arguments, baselints, runs
+from . import arguments, baselints, gitexport, runs
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
 from .staging import Version, base_snapshot, n_files, version_snapshot
@@ -371,8 +371,25 @@ class Branch:
             merged=tuple(plan.merged),
         )
 
+    def commit(self, ref: str | None = None, message: str | None = None) -> str:
+        """Export the branch's files at its current version as a git commit in the folder's
+        repository and point `ref` (default: refs/heads/agent/NAME) at it; returns the
+        commit's id. The worktree, the index and HEAD are untouched. The parent is the commit
+        the branch's base matches (HEAD, or one of its ancestors); where none matches, HEAD,
+        and the message says which paths differ."""
+        ref = gitexport.default_ref(self.name) if ref is None else ref
+        with self.state.lock:
+            self._check_open()
+            head = self.state.head
+            files, modes, bases = head.files, dict(self.state.modes), dict(self.state.bases)
+        if message is None:
+            message = f"{self.name} v{head.number}: {head.op}"
+        arguments.text("message", message)
+        return gitexport.commit(self.workspace.root, files, modes, bases, ref, message)
+
     def drop(self) -> None:
-        """Forget the branch (its versions and scratch layer). The user's folder is untouched."""
+        """Forget the branch (its versions and scratch layer), also in the durable store. The
+        user's folder is untouched."""
         self.state.drop()
         self.workspace._forget(self)
 

@@ -41,10 +41,11 @@ from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import RelPath
 from ..run import capabilities
 from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
-from . import arguments
+from . import arguments, statedir
 from .baselints import BaseLints
 from .branch import Branch
 from .bridge import LoopThread
+from .durable import DurableStore
 from .folder import Folder
 from .scratch import USUAL_CACHES
 from .staging import digest
@@ -85,7 +86,12 @@ class Workspace:
         idle_timeout: float = 900,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         mode: str = "auto",
+        state: str | os.PathLike[str] | statedir.Default | None = statedir.DEFAULT,
+        restore: bool = True,
     ) -> None:
+        """`state`: where branches are kept durably (default: a directory per folder under
+        $XDG_STATE_HOME/shadowkernel; None: in memory only); `restore`: bring back the
+        branches kept there (False: start empty, deleting nothing)."""
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
@@ -95,6 +101,9 @@ class Workspace:
                                 f"e.g. [{servers!r}]")  # fmt: skip
         arguments.seconds("idle_timeout", idle_timeout)
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
+        restore = arguments.flag("restore", restore)
+        self.state_dir = None if state is None else statedir.directory(self.root, state)
+        self.durable = None if self.state_dir is None else DurableStore(self.state_dir, self.root)
         self.servers = tuple(servers)
         self.mode, self.mode_reason = "fuse", ""  # set by _open_shadows
         self.folder = Folder(self.root)
@@ -109,6 +118,7 @@ class Workspace:
         self._ids = itertools.count(1)
         self._closed = False
         try:
+            self.restored = self._restore(restore)
             self._open_shadows(mode, lanes)
             self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
         except BaseException:
@@ -177,8 +187,26 @@ class Workspace:
                 raise ArgumentError(f"branch {name!r} exists; use ws.branches[{name!r}] or "
                                     "drop() it first")  # fmt: skip
             branch = Branch(self, name, next(self._ids))
+            if self.durable is not None:
+                self.durable.fork(branch.state)
+                branch.state.journal = self.durable
             self._branches[name] = branch
         return branch
+
+    def _restore(self, restore: bool) -> int:
+        """The branches the durable store keeps; returns how many came back. Where an older
+        branch has the name of a newer one (made after a `restore=False`), it is restored as
+        NAME~KEY. Bases are restored as recorded, whatever the folder holds now."""
+        if self.durable is None or not restore:
+            return 0
+        states = self.durable.restore(self.folder, self.store.make)
+        for state in reversed(states):  # the newest first: it keeps its name
+            if state.name in self._branches:
+                state.name = f"{state.name}~{state.key[:6]}"
+            state.journal = self.durable
+            self._branches[state.name] = Branch(self, state.name, next(self._ids), state)
+        self._branches = dict(reversed(self._branches.items()))  # in the order they forked
+        return len(states)
 
     @property
     def branches(self) -> Mapping[str, Branch]:
@@ -277,6 +305,8 @@ class Workspace:
         for shadow in self._shadows:
             self._attempt(f"unmount the shadow at {shadow.mountpoint}", shadow.close)
         self.store.close()
+        if self.durable is not None:
+            self._attempt("close the durable store", self.durable.close)
 
     def _attempt(self, what: str, step: Any) -> None:
         try:

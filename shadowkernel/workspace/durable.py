@@ -1,0 +1,296 @@
+"""The durable store: a folder's branches on disk, so they outlive the process.
+
+In the folder's state directory (`statedir`): `blobs/` holds content by its SHA-256, and
+`record.sqlite` (SQLite in WAL mode) an append-only record of what each branch did: its fork,
+each version (the bytes it staged and the bases of the paths it touched first, as blob hashes),
+what runs wrote into its scratch layer, new bases after accept. A drop deletes the branch's
+records in one transaction. Restoring replays the record in order.
+
+Sync policy ("full", the default): a blob is written to a temporary file, fsync'ed, renamed
+into place and its directory fsync'ed before the record that names it is committed, and
+commits run with `synchronous=FULL`, which fsyncs the WAL: a staging call returns only when
+its version survives a crash of the process and of the machine. "normal" (benchmarks only)
+skips the blob fsyncs and uses `synchronous=NORMAL`: still safe against a crash of the
+process, not against a power loss. `benchmarks/durable.py` measures both.
+
+A crash can leave a blob nobody names (written, record not committed) or a temporary file:
+restoring removes both. What is not restored: the timeline's events (they describe requests
+of a process that is gone), a merged branch's `conflicts`, and the mtimes of staged files
+(a restored version's files show the time of the restore).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import ShadowError, StagingError
+from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink
+from ..paths import RelPath
+from . import statedir
+from .folder import Folder
+from .staging import Version, staged
+from .state import Base, BranchState
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    branch TEXT NOT NULL,   -- the branch's key
+    kind TEXT NOT NULL,     -- fork, version, scratch, rebase
+    body TEXT NOT NULL      -- JSON
+);
+CREATE INDEX IF NOT EXISTS records_by_branch ON records (branch);
+"""
+
+INSERT = "INSERT INTO records (branch, kind, body) VALUES (?, ?, ?)"
+SELECT = "SELECT branch, kind, body FROM records ORDER BY seq"
+SYNC_MODES = {"full": "FULL", "normal": "NORMAL"}
+SYNC = "full"  # the policy of stores a Workspace opens (benchmarks/durable.py compares both)
+
+
+class Blobs:
+    """Content-addressed files: `put` returns the SHA-256 of bytes it made durable."""
+
+    def __init__(self, path: str, fsync: bool) -> None:
+        self.path, self.fsync = path, fsync
+        os.makedirs(path, mode=0o700, exist_ok=True)
+
+    def put(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        target = os.path.join(self.path, digest)
+        if os.path.exists(target):  # written whole before: renamed in only after its fsync
+            return digest
+        fd, temp = tempfile.mkstemp(dir=self.path, prefix="tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if self.fsync:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            _unlink(temp)
+            raise
+        return digest
+
+    def sync(self) -> None:
+        """Make the renames of `put` durable (one directory fsync per record)."""
+        if self.fsync:
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def get(self, digest: str) -> bytes:
+        with open(os.path.join(self.path, digest), "rb") as f:
+            return f.read()
+
+    def keep_only(self, wanted: set[str]) -> int:
+        """Remove what no record names (and crashed writes' temporary files)."""
+        removed = 0
+        for name in os.listdir(self.path):
+            if name not in wanted:
+                _unlink(os.path.join(self.path, name))
+                removed += 1
+        return removed
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class DurableStore:
+    """A folder's branches in its state directory `path`; implements `state.Journal`.
+
+    Opening takes the directory's lock (statedir.claim); `close()` releases it.
+    """
+
+    def __init__(self, path: str, root: str, sync: str | None = None) -> None:
+        sync = SYNC if sync is None else sync
+        if sync not in SYNC_MODES:
+            raise ValueError(f"sync={sync!r}: one of {sorted(SYNC_MODES)}")
+        self.path = path
+        self._lock_fd = statedir.claim(path, root)
+        self._mutex = threading.Lock()
+        try:
+            self.blobs = Blobs(os.path.join(path, "blobs"), fsync=sync == "full")
+            self._db = sqlite3.connect(os.path.join(path, "record.sqlite"),
+                                       isolation_level=None, check_same_thread=False)  # fmt: skip
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={SYNC_MODES[sync]}")
+            self._db.executescript(SCHEMA)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._lock_fd < 0:
+                return
+            self._db.close()
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- the journal: each call returns once its record is durable ---------------------------
+
+    def fork(self, state: BranchState) -> None:
+        self._append(state, "fork", {"name": state.name})
+
+    def version(
+        self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
+        bases: Mapping[RelPath, Base],
+    ) -> None:  # fmt: skip
+        self._append(state, "version", {
+            "number": version.number, "op": version.op,
+            "data": {p: self._put(d) for p, d in data.items()},
+            "bases": {p: [self._put(b), mode] for p, (b, mode) in bases.items()},
+        })  # fmt: skip
+
+    def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None:
+        self._append(state, "scratch",
+                     {p: encode_override(o, self._put) for p, o in written.items()})  # fmt: skip
+
+    def rebase(self, state: BranchState, bases: Mapping[RelPath, bytes | None]) -> None:
+        self._append(state, "rebase", {p: self._put(b) for p, b in bases.items()})
+
+    def drop(self, state: BranchState) -> None:
+        self._write(lambda db: db.execute("DELETE FROM records WHERE branch = ?", (state.key,)))
+
+    def _put(self, data: bytes | None) -> str | None:
+        return None if data is None else self.blobs.put(data)
+
+    def _append(self, state: BranchState, kind: str, body: Any) -> None:
+        text = json.dumps(body, separators=(",", ":"))
+        self.blobs.sync()  # the blobs the record names are durable before it is
+        row = (state.key, kind, text)
+        self._write(lambda db: db.execute(INSERT, row))
+
+    def _write(self, step: Callable[[sqlite3.Connection], object]) -> None:
+        with self._mutex:
+            if self._lock_fd < 0:
+                raise StagingError(f"the durable store at {self.path} is closed")
+            try:
+                step(self._db)  # autocommit: one statement, one durable transaction
+            except (sqlite3.Error, OSError) as error:
+                raise StagingError(f"could not record the change in {self.path}: {error}; "
+                                   "nothing changed") from None  # fmt: skip
+
+    # -- restore ---------------------------------------------------------------------------------
+
+    def restore(self, folder: Folder, make: Callable[[bytes], Blob]) -> list[BranchState]:
+        """Every branch the record holds, in the order they forked, without a journal attached;
+        blobs no record names are removed."""
+        states: dict[str, BranchState] = {}
+        wanted: set[str] = set()
+        read = _cached(self.blobs.get)
+        for key, kind, body in self._records():
+            wanted.update(_hashes(kind, body))
+            if kind == "fork":
+                states[key] = BranchState(body["name"], key)
+            elif key in states:
+                _replay(states[key], kind, body, folder, make, read)
+        removed = self.blobs.keep_only(wanted)
+        if removed:
+            log.info("%s: removed %d blobs no record names", self.path, removed)
+        return list(states.values())
+
+    def _records(self) -> Iterator[tuple[str, str, Any]]:
+        with self._mutex:
+            rows = self._db.execute(SELECT).fetchall()
+        for key, kind, body in rows:
+            yield key, kind, json.loads(body)
+
+
+def _cached(read: Callable[[str], bytes]) -> Callable[[str | None], bytes | None]:
+    cache: dict[str, bytes] = {}
+
+    def get(digest: str | None) -> bytes | None:
+        if digest is None:
+            return None
+        if digest not in cache:
+            cache[digest] = read(digest)
+        return cache[digest]
+
+    return get
+
+
+def _replay(
+    state: BranchState, kind: str, body: Any, folder: Folder, make: Callable[[bytes], Blob],
+    read: Callable[[str | None], bytes | None],
+) -> None:  # fmt: skip
+    """Apply one record to a restored branch (no journal is attached yet)."""
+    if kind == "version":
+        data = {RelPath(p): read(h) for p, h in body["data"].items()}
+        bases = {RelPath(p): (read(h), mode) for p, (h, mode) in body["bases"].items()}
+        head = state.head
+        modes = {**{p: m for p, (_, m) in bases.items()}, **state.modes}
+        manifest = staged(head.manifest, data, modes, make, folder.is_dir)
+        files = MappingProxyType({**head.files, **data})
+        state.append(Version(body["number"], files, manifest, body["op"]), data, bases)
+    elif kind == "scratch":
+        state.absorb({RelPath(p): decode_override(o, make, read) for p, o in body.items()})
+    elif kind == "rebase":
+        state.rebase({RelPath(p): read(h) for p, h in body.items()})
+    else:
+        raise ShadowError(f"unknown record {kind!r} in a durable store (a newer shadowkernel?)")
+
+
+def _hashes(kind: str, body: Any) -> Iterator[str]:
+    """The blobs a record names."""
+    if kind == "version":
+        yield from (h for h in body["data"].values() if h)
+        yield from (h for h, _ in body["bases"].values() if h)
+    elif kind == "rebase":
+        yield from (h for h in body.values() if h)
+    elif kind == "scratch":
+        yield from (o["blob"] for o in body.values() if o and o.get("blob"))
+
+
+# -- overrides as JSON (what runs wrote into the scratch layer) ---------------------------------
+
+KINDS: dict[str, type] = {"file": File, "dir": Dir, "symlink": Symlink, "special": Special}
+
+
+def encode_override(override: Override | None, put: Callable[[bytes], str | None]) -> Any:
+    """An override as JSON: its fields, a blob as its hash, a link target in base64."""
+    if override is None or override is WHITEOUT:
+        return None
+    kind = next(k for k, t in KINDS.items() if isinstance(override, t))
+    out: dict[str, Any] = {"kind": kind}
+    for field in dataclasses.fields(override):  # type: ignore[arg-type]
+        value = getattr(override, field.name)
+        if isinstance(value, Blob):
+            value = put(value.bytes())
+        elif isinstance(value, bytes):
+            value = base64.b64encode(value).decode()
+        out[field.name] = value
+    return out
+
+
+def decode_override(data: Any, make: Callable[[bytes], Blob],
+                    read: Callable[[str | None], bytes | None]) -> Override | None:  # fmt: skip
+    if data is None:
+        return None  # the scratch layer records a whiteout for it
+    fields = dict(data)
+    kind = KINDS[fields.pop("kind")]
+    if kind is File and fields.get("blob"):
+        fields["blob"] = make(read(fields["blob"]) or b"")
+    if kind is Symlink:
+        fields["target"] = base64.b64decode(fields["target"])
+    override: Override = kind(**fields)
+    return override
