@@ -5,6 +5,7 @@ is ever written into the user's folder."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -177,3 +178,22 @@ def test_the_state_directory_is_private(project: Path, tmp_path: Path) -> None:
         ws.branch("a").write("pkg/mod.py", "secret = 1\n")
     assert os.stat(tmp_path / "state").st_mode & 0o077 == 0
     assert os.stat(tmp_path / "state" / "blobs").st_mode & 0o077 == 0
+
+
+def test_a_damaged_store_is_named_and_orphans_are_swept(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:
+        ws.branch("a").write("pkg/mod.py", "A = 1\n")
+    blobs = state / "blobs"
+    (blobs / "tmp-crashed-write").write_bytes(b"half a blo")  # a write a crash cut short
+    (blobs / ("0" * 64)).write_bytes(b"named by no record")
+    with reopen(project, state) as ws:
+        assert ws.branches["a"].read("pkg/mod.py") == "A = 1\n"
+    named = {b"A = 1\n", (project / "pkg/mod.py").read_bytes()}  # the version and its base
+    assert {p.name for p in blobs.iterdir()} == {hashlib.sha256(d).hexdigest() for d in named}
+    for blob in blobs.iterdir():
+        blob.unlink()
+    with pytest.raises(sk.PathError, match="cannot restore its branches.*restore=False"):
+        reopen(project, state)
+    with reopen(project, state, restore=False) as ws:
+        assert dict(ws.branches) == {}

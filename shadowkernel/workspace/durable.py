@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import ShadowError, StagingError
+from ..errors import PathError, ShadowError, StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink
 from ..paths import RelPath
 from . import statedir
@@ -198,12 +198,17 @@ class DurableStore:
         states: dict[str, BranchState] = {}
         wanted: set[str] = set()
         read = _cached(self.blobs.get)
-        for key, kind, body in self._records():
-            wanted.update(_hashes(kind, body))
-            if kind == "fork":
-                states[key] = BranchState(body["name"], key)
-            elif key in states:
-                _replay(states[key], kind, body, folder, make, read)
+        try:
+            for key, kind, body in self._records():
+                wanted.update(_hashes(kind, body))
+                if kind == "fork":
+                    states[key] = BranchState(body["name"], key)
+                elif key in states:
+                    _replay(states[key], kind, body, folder, make, read)
+        except (OSError, sqlite3.Error, LookupError, TypeError, ValueError) as error:
+            raise PathError(f"state directory {self.path}: cannot restore its branches ({error!r});"
+                            " open with restore=False to start empty (deleting nothing), or "
+                            "choose another state=DIR") from None  # fmt: skip
         removed = self.blobs.keep_only(wanted)
         if removed:
             log.info("%s: removed %d blobs no record names", self.path, removed)

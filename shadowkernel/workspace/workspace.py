@@ -103,7 +103,7 @@ class Workspace:
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
         restore = arguments.flag("restore", restore)
         self.state_dir = None if state is None else statedir.directory(self.root, state)
-        self.durable = None if self.state_dir is None else DurableStore(self.state_dir, self.root)
+        self.durable: DurableStore | None = None
         self.servers = tuple(servers)
         self.mode, self.mode_reason = "fuse", ""  # set by _open_shadows
         self.folder = Folder(self.root)
@@ -118,6 +118,8 @@ class Workspace:
         self._ids = itertools.count(1)
         self._closed = False
         try:
+            if self.state_dir is not None:
+                self.durable = DurableStore(self.state_dir, self.root)
             self.restored = self._restore(restore)
             self._open_shadows(mode, lanes)
             self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
