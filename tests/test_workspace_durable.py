@@ -45,7 +45,8 @@ def test_branches_come_back_with_their_names_versions_files_and_scratch(
         a.write("pkg/mod.py", "def add(a, b):\n    return a - b\n")
         a.write("pkg/new/thing.py", "X = 'é'\n")
         a.delete("docs/guide.txt")
-        assert a.run("echo built > out.txt && chmod +x run.sh", network=True).ok
+        many = "mkdir gen && for i in $(seq 40); do echo $i > gen/$i.txt; done"  # one syncfs
+        assert a.run(f"echo built > out.txt && chmod +x run.sh && {many}", network=True).ok
         b = ws.branch("b")
         b.replace("README.md", "demo", "demo, improved")
         kept = history(ws)
@@ -57,9 +58,9 @@ def test_branches_come_back_with_their_names_versions_files_and_scratch(
         a = again.branches["a"]
         assert a.read("pkg/new/thing.py") == "X = 'é'\n"
         assert str(a.diff()) == diff_a and dict(a.bases) == bases_a
-        seen = a.run("cat out.txt; test -x run.sh && echo exec; cat docs/guide.txt || echo gone",
-                     network=True)  # fmt: skip
-        assert seen.stdout == "built\nexec\ngone\n", seen.stderr  # the scratch layer came back
+        seen = a.run("cat out.txt; test -x run.sh && echo exec; cat docs/guide.txt || echo gone;"
+                     " cat gen/40.txt; ls gen | wc -l", network=True)  # fmt: skip
+        assert seen.stdout == "built\nexec\ngone\n40\n40\n", seen.stderr  # the scratch came back
         assert a.write("pkg/mod.py", "X = 3\n") == 4  # staging goes on from the restored head
     with reopen(project, state) as third:
         assert third.branches["a"].version == 4

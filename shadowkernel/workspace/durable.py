@@ -6,12 +6,15 @@ each version (the bytes it staged and the bases of the paths it touched first, a
 what runs wrote into its scratch layer, new bases after accept. A drop deletes the branch's
 records in one transaction. Restoring replays the record in order.
 
-Sync policy ("full", the default): a blob is written to a temporary file, fsync'ed, renamed
-into place and its directory fsync'ed before the record that names it is committed, and
-commits run with `synchronous=FULL`, which fsyncs the WAL: a staging call returns only when
-its version survives a crash of the process and of the machine. "normal" (benchmarks only)
-skips the blob fsyncs and uses `synchronous=NORMAL`: still safe against a crash of the
-process, not against a power loss. `benchmarks/durable.py` measures both.
+Sync policy ("full", the default): a blob is written to a temporary file and renamed into
+place; before the record that names it is committed, the new blobs are fsync'ed (one each; a
+record naming more than FSYNC_EACH new blobs, as a run's scratch may, syncs their file system
+once with syncfs instead) and so is their directory; commits run with `synchronous=FULL`,
+which fsyncs the WAL. So a staging call returns only when its version survives a crash of the
+process and of the machine. "normal" (benchmarks only) skips the blob syncs and uses
+`synchronous=NORMAL`: still safe against a crash of the process, not against a power loss.
+`benchmarks/durable.py` measures both. Records are written one at a time (a record's blobs
+are synced before any other record commits).
 
 A crash can leave a blob nobody names (written, record not committed) or a temporary file:
 restoring removes both. What is not restored: the timeline's events (they describe requests
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
 import dataclasses
 import hashlib
 import json
@@ -45,6 +49,8 @@ from .state import Base, BranchState
 
 log = logging.getLogger(__name__)
 
+Put = Callable[[bytes | None], str | None]  # bytes -> the hash of their blob (None: None)
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -55,45 +61,53 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_by_branch ON records (branch);
 """
 
+DELETE = "DELETE FROM records WHERE branch = ?"
 INSERT = "INSERT INTO records (branch, kind, body) VALUES (?, ?, ?)"
 SELECT = "SELECT branch, kind, body FROM records ORDER BY seq"
 SYNC_MODES = {"full": "FULL", "normal": "NORMAL"}
+FSYNC_EACH = 16  # a record naming more new blobs syncs their file system once instead
 SYNC = "full"  # the policy of stores a Workspace opens (benchmarks/durable.py compares both)
 
 
 class Blobs:
-    """Content-addressed files: `put` returns the SHA-256 of bytes it made durable."""
+    """Content-addressed files named by their SHA-256. `put` writes one (a temporary file
+    renamed into place, so a name never holds half its content); `sync` makes what was put
+    since the last sync durable, before a record names it."""
 
     def __init__(self, path: str, fsync: bool) -> None:
         self.path, self.fsync = path, fsync
+        self.pending: list[str] = []  # written since the last sync
         os.makedirs(path, mode=0o700, exist_ok=True)
 
     def put(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
         target = os.path.join(self.path, digest)
-        if os.path.exists(target):  # written whole before: renamed in only after its fsync
+        if os.path.exists(target):  # synced before a record named it (or swept at restore)
             return digest
         fd, temp = tempfile.mkstemp(dir=self.path, prefix="tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-                if self.fsync:
-                    f.flush()
-                    os.fsync(f.fileno())
             os.replace(temp, target)
         except BaseException:
             _unlink(temp)
             raise
+        self.pending.append(target)
         return digest
 
     def sync(self) -> None:
-        """Make the renames of `put` durable (one directory fsync per record)."""
-        if self.fsync:
-            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        """A few new files: an fsync each; many (what a run wrote): one syncfs of their file
+        system, cheaper than hundreds of fsyncs. Then the directory, for the renames."""
+        if not self.fsync or not self.pending:
+            self.pending.clear()
+            return
+        if len(self.pending) <= FSYNC_EACH:
+            for path in self.pending:
+                _fsync(path, os.O_RDONLY)
+        else:
+            _syncfs(self.path)
+        _fsync(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        self.pending.clear()
 
     def get(self, digest: str) -> bytes:
         with open(os.path.join(self.path, digest), "rb") as f:
@@ -107,6 +121,28 @@ class Blobs:
                 _unlink(os.path.join(self.path, name))
                 removed += 1
         return removed
+
+
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _syncfs(path: str) -> None:
+    """syncfs(2) of the file system holding `path` (Linux); sync(2) elsewhere."""
+    syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+    if syncfs is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if syncfs(fd) != 0:
+            raise OSError(ctypes.get_errno(), "syncfs failed", path)
+    finally:
+        os.close(fd)
 
 
 def _unlink(path: str) -> None:
@@ -149,43 +185,49 @@ class DurableStore:
     # -- the journal: each call returns once its record is durable ---------------------------
 
     def fork(self, state: BranchState) -> None:
-        self._append(state, "fork", {"name": state.name})
+        self._record(state, "fork", lambda put: {"name": state.name})
 
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
         bases: Mapping[RelPath, Base],
     ) -> None:  # fmt: skip
-        self._append(state, "version", {
+        self._record(state, "version", lambda put: {
             "number": version.number, "op": version.op,
-            "data": {p: self._put(d) for p, d in data.items()},
-            "bases": {p: [self._put(b), mode] for p, (b, mode) in bases.items()},
+            "data": {p: put(d) for p, d in data.items()},
+            "bases": {p: [put(b), mode] for p, (b, mode) in bases.items()},
         })  # fmt: skip
 
     def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None:
-        self._append(state, "scratch",
-                     {p: encode_override(o, self._put) for p, o in written.items()})  # fmt: skip
+        self._record(state, "scratch", lambda put: encode_scratch(written, put))
 
     def rebase(self, state: BranchState, bases: Mapping[RelPath, bytes | None]) -> None:
-        self._append(state, "rebase", {p: self._put(b) for p, b in bases.items()})
+        self._record(state, "rebase", lambda put: {p: put(b) for p, b in bases.items()})
 
     def drop(self, state: BranchState) -> None:
-        self._write(lambda db: db.execute("DELETE FROM records WHERE branch = ?", (state.key,)))
+        self._guarded(lambda: self._db.execute(DELETE, (state.key,)))
+
+    def _record(self, state: BranchState, kind: str, body: Callable[[Put], Any]) -> None:
+        """Write the blobs `body` names, make them durable, then commit the record (one
+        statement in autocommit: one transaction, durable when it returns)."""
+
+        def step() -> None:
+            text = json.dumps(body(self._put), separators=(",", ":"))
+            self.blobs.sync()
+            self._db.execute(INSERT, (state.key, kind, text))
+
+        self._guarded(step)
 
     def _put(self, data: bytes | None) -> str | None:
         return None if data is None else self.blobs.put(data)
 
-    def _append(self, state: BranchState, kind: str, body: Any) -> None:
-        text = json.dumps(body, separators=(",", ":"))
-        self.blobs.sync()  # the blobs the record names are durable before it is
-        row = (state.key, kind, text)
-        self._write(lambda db: db.execute(INSERT, row))
-
-    def _write(self, step: Callable[[sqlite3.Connection], object]) -> None:
+    def _guarded(self, step: Callable[[], object]) -> None:
+        """One change at a time (a record's blobs are synced before any other record commits);
+        a failure is a StagingError and the caller changes nothing."""
         with self._mutex:
             if self._lock_fd < 0:
                 raise StagingError(f"the durable store at {self.path} is closed")
             try:
-                step(self._db)  # autocommit: one statement, one durable transaction
+                step()
             except (sqlite3.Error, OSError) as error:
                 raise StagingError(f"could not record the change in {self.path}: {error}; "
                                    "nothing changed") from None  # fmt: skip
@@ -213,6 +255,11 @@ class DurableStore:
         if removed:
             log.info("%s: removed %d blobs no record names", self.path, removed)
         return list(states.values())
+
+    def sweep(self) -> None:
+        """Remove the blobs no record names (what a crash left), without restoring."""
+        wanted = {h for _, kind, body in self._records() for h in _hashes(kind, body)}
+        self.blobs.keep_only(wanted)
 
     def _records(self) -> Iterator[tuple[str, str, Any]]:
         with self._mutex:
@@ -271,7 +318,11 @@ def _hashes(kind: str, body: Any) -> Iterator[str]:
 KINDS: dict[str, type] = {"file": File, "dir": Dir, "symlink": Symlink, "special": Special}
 
 
-def encode_override(override: Override | None, put: Callable[[bytes], str | None]) -> Any:
+def encode_scratch(written: Mapping[RelPath, Override | None], put: Put) -> dict[str, Any]:
+    return {path: encode_override(override, put) for path, override in written.items()}
+
+
+def encode_override(override: Override | None, put: Put) -> Any:
     """An override as JSON: its fields, a blob as its hash, a link target in base64."""
     if override is None or override is WHITEOUT:
         return None

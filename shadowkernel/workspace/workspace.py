@@ -199,7 +199,10 @@ class Workspace:
         """The branches the durable store keeps; returns how many came back. Where an older
         branch has the name of a newer one (made after a `restore=False`), it is restored as
         NAME~KEY. Bases are restored as recorded, whatever the folder holds now."""
-        if self.durable is None or not restore:
+        if self.durable is None:
+            return 0
+        if not restore:
+            self.durable.sweep()
             return 0
         states = self.durable.restore(self.folder, self.store.make)
         for state in reversed(states):  # the newest first: it keeps its name
