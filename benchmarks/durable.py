@@ -7,8 +7,9 @@ a Workspace in documents mode (no mount, no language servers: the staging path a
 ways side by side in one run: memory only (state=None), the durable store's default policy
 ("full": blobs fsync'ed before the record, SQLite WAL with synchronous=FULL: survives a power
 loss) and "normal" (no blob fsync, synchronous=NORMAL: survives a crash of the process only).
-Restore: 1,000 branches of 3 versions each are made, then the folder is opened with
-restore=True and, as the baseline, restore=False (same store, same run).
+Then what journaling a run's scratch layer costs (1,000 small files, the store alone, both
+policies). Restore: 1,000 branches of 3 versions each are made, then the folder is opened
+with restore=True and, as the baseline, restore=False (same store, same run).
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/durable.py [--stagings 200] [--branches 1000]
 
@@ -28,7 +29,11 @@ from pathlib import Path
 
 import shadowkernel as sk
 from shadowkernel.evals import pypi
+from shadowkernel.overlay.store import BlobStore, File
+from shadowkernel.paths import RelPath
 from shadowkernel.workspace import durable
+from shadowkernel.workspace.durable import DurableStore
+from shadowkernel.workspace.state import BranchState
 
 LIBRARY = ("more-itertools", "11.2.1")
 
@@ -74,6 +79,23 @@ def make_branches(root: Path, state: Path, files: dict[str, str], count: int) ->
         durable.SYNC = "full"
 
 
+def scratch_seconds(base: Path, root: Path, sync: str, n: int = 1000) -> float:
+    """Journaling what one run wrote, n small files (the store alone: a run costs more)."""
+    blobs = BlobStore()
+    store = DurableStore(str(base / f"scratch-{sync}"), str(root), sync=sync)
+    try:
+        state = BranchState("run")
+        store.fork(state)
+        written = {RelPath(f"out/f{i}.txt"): File(blobs.make(b"line %d\n" % i * 40))
+                   for i in range(n)}  # fmt: skip
+        start = time.perf_counter()
+        store.scratch(state, written)
+        return time.perf_counter() - start
+    finally:
+        store.close()
+        blobs.close()
+
+
 def timed_open(root: Path, state: Path, restore: bool) -> tuple[float, int]:
     start = time.perf_counter()
     ws = open_ws(root, state, restore=restore)
@@ -107,6 +129,7 @@ def main() -> None:
             durable.SYNC = "full" if policy == "memory" else policy
             lat[policy] = stagings(root, state, files, args.stagings, seed=1)
         durable.SYNC = "full"
+        scratch = {sync: scratch_seconds(base, root, sync) for sync in ("full", "normal")}
         make_branches(root, base / "state-many", files, args.branches)
         opens = {r: [timed_open(root, base / "state-many", r) for _ in range(3)]
                  for r in (False, True)}  # fmt: skip
@@ -127,6 +150,8 @@ def main() -> None:
         "open_s_restore": round(restore_s, 3), "open_s_no_restore": round(empty_s, 3),
         "restore_s": round(restore_s - empty_s, 3),
         "restore_ms_per_branch": round(1000 * (restore_s - empty_s) / max(restored, 1), 3),
+        "scratch_1000_files_s_full": round(scratch["full"], 3),
+        "scratch_1000_files_s_normal": round(scratch["normal"], 3),
     }  # fmt: skip
     print(f"staging one file of {report['library']} ({args.stagings} calls; median / p95)")
     print(f"{'policy':<34}{'median':>10}{'p95':>10}{'vs memory':>11}")
@@ -135,6 +160,8 @@ def main() -> None:
     for name, label in labels.items():
         ratio = ms(lat[name]) / ms(lat["memory"])
         print(f"{label:<34}{ms(lat[name]):>7.2f} ms{ms(lat[name], 0.95):>7.2f} ms{ratio:>10.1f}x")
+    print(f"\njournaling a run's scratch of 1,000 small files: {scratch['full']:.2f} s full, "
+          f"{scratch['normal']:.2f} s normal")  # fmt: skip
     print(f"\nopening the folder with {restored} branches of 3 versions (median of 3)")
     print(f"{'restore=False (baseline)':<34}{empty_s:>8.3f} s")
     print(f"{'restore=True':<34}{restore_s:>8.3f} s   (restore itself {restore_s - empty_s:.3f} s, "
