@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 
-from ..errors import ArgumentError, PathError, ShadowError
+from ..errors import ArgumentError, PathError
 from ..paths import RelPath
 
 SEARCHED = 100  # ancestors of HEAD searched for the branch's base
@@ -31,12 +31,13 @@ EXECUTABLE = 0o111
 
 def git(root: str, *args: str, env: Mapping[str, str] | None = None, data: bytes | None = None,
         check: bool = True) -> str:  # fmt: skip
-    """Run git in `root`; its stdout (stripped). A failure is a ShadowError with git's words."""
+    """Run git in `root`; its stdout (stripped). A failure is a PathError (the repository at
+    `root` refused) with git's words."""
     done = subprocess.run(["git", "-C", root, *args], input=data, capture_output=True,
                           env={**os.environ, **(env or {})}, check=False)  # fmt: skip
     if check and done.returncode != 0:
         message = done.stderr.decode(errors="replace").strip()
-        raise ShadowError(f"git {args[0]} failed in {root}: {message}")
+        raise PathError(f"git {args[0]} failed in {root}: {message}")
     return done.stdout.decode(errors="replace").strip()
 
 
@@ -46,9 +47,9 @@ def repository(root: str) -> tuple[str, str]:
         top = git(root, "rev-parse", "--show-toplevel")
     except FileNotFoundError:
         raise PathError("git is not installed: export to git needs it on PATH") from None
-    except ShadowError:
-        raise PathError(f"{root} is not in a git repository: commit() writes into the folder's "
-                        "repository (git init it first)") from None  # fmt: skip
+    except PathError as error:
+        raise PathError(f"{root} is not in a git repository that git will use ({error}): "
+                        "commit() writes into the folder's repository") from None  # fmt: skip
     inside = os.path.relpath(root, os.path.realpath(top))
     return top, "" if inside == "." else inside.replace(os.sep, "/") + "/"
 
