@@ -125,11 +125,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ShadowError(f"needs the MCP SDK ({error}): pip install 'shadowkernel[mcp]'") from None
     from .agents.tools import Tools
     from .workspace import Workspace
+    from .workspace.statedir import restored_summary
 
     servers = args.servers or default_mcp_servers()
 
     def open_workspace() -> Workspace:
-        return Workspace(args.source, servers=servers)
+        ws = Workspace(args.source, servers=servers)
+        print(f"shadowkernel mcp: {restored_summary(ws.restored, ws.state_dir)}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return ws
 
     if args.http is None:
         transports.serve_stdio(open_workspace, args.allow_accept)

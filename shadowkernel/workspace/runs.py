@@ -19,7 +19,9 @@ from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
 from ..sched import Lane
 from . import arguments, scratch
+from .folder import Folder
 from .staging import LINK, Version, n_files
+from .state import file_bytes
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -39,21 +41,21 @@ def check(
 async def run(branch: Branch, cmd: str | list[str], timeout: float, network: bool, keep: bool,
               options: dict[str, Any]) -> RunResult:  # fmt: skip
     """Queue the run on the scheduler; its writes go to the scratch layer (or the next version)."""
-    with branch._lock:
-        branch._check_open()
-        version = branch._versions[-1]
+    state = branch.state
+    with state.lock:
+        state.check_open()
+        version = state.head
 
     async def job(lane: Lane) -> tuple[RunResult, str]:
-        with branch._lock:
+        with state.lock:
             # Staging drops a path from the scratch layer, so what is left there is newer.
-            manifest = branch._scratch.over(version.manifest)
+            manifest = state.scratch.over(version.manifest)
         result = await asyncio.to_thread(
             run_in_shadow, lane.shadow, manifest, cmd, timeout=timeout, network=network,
             **options,
         )  # fmt: skip
         written = dict(result.written)
-        with branch._lock:
-            branch._scratch.absorb(written)
+        state.absorb(written)
         lane.run_wrote(set(written))
         how = "timed out" if result.timed_out else f"exit {result.exit_code}"
         return result, f"{how}, {n_files(len(written))} written ({result.mode})"
@@ -73,23 +75,27 @@ def stage_kept(
 ) -> tuple[int | None, list[RelPath]]:
     """Stage what a run wrote as the branch's next version (None when nothing was keepable),
     and the protected paths it wrote, which are never kept (DESIGN invariant 7)."""
-    with branch._lock:
-        version = branch._versions[-1]
-        rules = scratch.ignore_rules(lambda p: _file_bytes(branch, version, p), written)
+    state, folder = branch.state, branch.workspace.folder
+    with state.lock:
+        version = state.head
+        rules = scratch.ignore_rules(lambda p: _file_bytes(folder, version, p), written)
         protection = branch.workspace.protection
         allowed, refused = protection.allowed(p for p, o in written.items()
                                               if not isinstance(o, Dir))  # fmt: skip
         data, modes = scratch.kept({p: written[p] for p in allowed}, rules,
-                                   lambda f: _override_bytes(branch, f))  # fmt: skip
+                                   lambda f: _override_bytes(folder, f))  # fmt: skip
         links = [p for p in data if modes.get(p) == LINK
                  and protection.link_reason(p, data[p] or b"") is not None]  # fmt: skip
         allowed, refused = [p for p in data if p not in links], sorted([*refused, *links])
         data = {p: data[p] for p in allowed
-                if data[p] is not None or _file_bytes(branch, version, p) is not None}  # fmt: skip
+                if data[p] is not None or _file_bytes(folder, version, p) is not None}  # fmt: skip
         if not data:
             return None, refused
         modes = {p: m for p, m in modes.items() if p in data}
-        return branch._stage(data, f"run kept ({n_files(len(data))})", modes), refused
+        branch.workspace.check_open()
+        kept = state.stage(data, f"run kept ({n_files(len(data))})", folder,
+                           branch.workspace.store.make, None, modes)  # fmt: skip
+        return kept, refused
 
 
 def refused_note(paths: list[RelPath], shown: int = 10) -> str:
@@ -99,15 +105,15 @@ def refused_note(paths: list[RelPath], shown: int = 10) -> str:
             f"links to them (they stay in the run's scratch): {listed}{more}")  # fmt: skip
 
 
-def _file_bytes(branch: Branch, version: Version, path: RelPath) -> bytes | None:
+def _file_bytes(folder: Folder, version: Version, path: RelPath) -> bytes | None:
     try:
-        return branch._current_bytes(version, path)
+        return file_bytes(version, path, folder)
     except ShadowError:  # a directory or symlink there: not a file to keep or delete
         return None
 
 
-def _override_bytes(branch: Branch, override: File) -> bytes:
+def _override_bytes(folder: Folder, override: File) -> bytes:
     if override.blob is not None:
         return override.blob.bytes()
-    data = branch.workspace.folder.content(override.origin) if override.origin else None
+    data = folder.content(override.origin) if override.origin else None
     return data or b""
