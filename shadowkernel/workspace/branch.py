@@ -329,8 +329,11 @@ class Branch:
         lints, diff() and accept() do not; with `keep=True` what it wrote under the project
         (text files and deletions, less .gitignore'd paths and the usual caches) becomes the
         branch's next version instead. `options` go to `run_in_shadow` (python=True runs `cmd`
-        as Python code; mode, env, cwd, output_cap, max_processes, cancel). An interrupt in
-        the caller, or setting the `cancel` event, kills the run and all its processes."""
+        as Python code; mode, env, cwd, output_cap, max_processes, cancel). Runs of other
+        branches go at the same time (up to `ws.max_runs`), this branch's in turn; lints are
+        served meanwhile. An interrupt in the caller, setting the `cancel` event (from any
+        thread) or closing the workspace kills the run and all its processes, or takes it out
+        of the queue (then `cancelled` and nothing ran)."""
         cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
@@ -342,9 +345,14 @@ class Branch:
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, keep: bool = False,
                         **options: Any) -> RunResult:  # fmt: skip
+        cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
-        return await self.workspace.bridge.call_async(
-            runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
+        try:
+            return await self.workspace.bridge.call_async(
+                runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
+        except BaseException:  # asyncio cancellation (an MCP client's cancel) included
+            cancel.set()
+            raise
 
     # -- diff, accept, drop ---------------------------------------------------------------------
 

@@ -46,12 +46,14 @@ from .baselints import BaseLints
 from .branch import Branch, merge_branches
 from .bridge import LoopThread
 from .folder import Folder
+from .runqueue import RunQueue
 from .scratch import USUAL_CACHES
 from .staging import digest
 
 log = logging.getLogger(__name__)
 
 FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
+RUNS_END_WITHIN = 10.0  # seconds close() waits for cancelled runs to be gone (killing: ~50 ms)
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
 
@@ -84,6 +86,7 @@ class Workspace:
         idle_timeout: float = 900,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         mode: str = "auto",
+        max_runs: int | None = None,
     ) -> None:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
@@ -94,12 +97,15 @@ class Workspace:
                                 f"e.g. [{servers!r}]")  # fmt: skip
         arguments.seconds("idle_timeout", idle_timeout)
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
+        max_runs = len(os.sched_getaffinity(0)) if max_runs is None else max_runs
+        arguments.count("max_runs", max_runs, 1, "the number of runs at once")
         self.servers = tuple(servers)
         self.mode, self.mode_reason = "fuse", ""  # set by _open_shadows
         self.folder = Folder(self.root)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
         self.bridge = LoopThread()
+        self.run_queue = RunQueue(max_runs)
         self.origin = time.perf_counter()  # the timeline's zero
         self._shadows: list[Shadow | DetachedShadow] = []
         self._branches: dict[str, Branch] = {}
@@ -233,7 +239,21 @@ class Workspace:
                 blob = self._base_blobs[key] = self.store.make(data)
         return blob
 
+    @property
+    def max_runs(self) -> int:
+        """How many runs go at once (other branches' runs queue; one branch's runs go in turn)."""
+        return self.run_queue.limit
+
     # -- the timeline ------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The timeline's clock: seconds since the workspace started."""
+        return time.perf_counter() - self.origin
+
+    def record(self, branch: str, version: int, kind: Any, op: str, queued: float,
+               started: float, **answer: Any) -> None:  # fmt: skip
+        """Put a request served outside the lanes (a run in its own view) on the timeline."""
+        self._scheduler.record(branch, version, kind, op, queued, started, **answer)
 
     def events(self) -> list[Event]:
         """Every request served so far, in the order it finished."""
@@ -254,6 +274,7 @@ class Workspace:
             "mode": self.mode,
             "lanes": len(self._shadows),
             "queued": len(self._scheduler.queue),
+            "runs": len(self.run_queue),
             "branches": len(self._branches),
             "base_lints_cached": len(self.base_lints),
             "servers": [lane.pool.statistics() for lane in self._scheduler.lanes],
@@ -284,6 +305,7 @@ class Workspace:
             log.warning("closing %s: could not %s", self.root, what, exc_info=True)
 
     async def _shutdown(self, scheduler: Scheduler) -> None:
+        await self.run_queue.close(RUNS_END_WITHIN)  # before the lanes: fuse runs hold one
         await scheduler.close()
         await asyncio.gather(*(lane.pool.close() for lane in scheduler.lanes),
                              return_exceptions=True)  # fmt: skip
