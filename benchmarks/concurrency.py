@@ -55,7 +55,7 @@ def spawn(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
 def edited(ws: sk.Workspace, name: str) -> sk.Branch:
     """A branch with a real edit of the project (so its run gets a view of its own)."""
     branch = ws.branch(name)
-    branch.replace("more_itertools/more.py", "import warnings", f"import warnings  # {name}")
+    branch.replace("more_itertools/more.py", "import math\n", f"import math  # {name}\n")
     return branch
 
 
@@ -72,21 +72,21 @@ def three_runs(ws: sk.Workspace, tag: str, **options: Any) -> float:
 
 def lint_seconds(branch: sk.Branch, i: int) -> float:
     """One real lint: a fresh edit (an unused import), then its answer, which must hold it."""
-    branch.replace(LINTED, "import warnings", f"import warnings\nimport os as unused_{i}")
+    branch.replace(LINTED, "import random\n", f"import random\nimport os as unused_{i}\n")
     began = time.perf_counter()
     table = branch.lint(paths=[LINTED])
     took = time.perf_counter() - began
-    assert "F401" in set(table["code"]), table
-    branch.replace(LINTED, f"import warnings\nimport os as unused_{i}", "import warnings")
+    assert "F401" in set(table["code"]), table[["code", "message", "line"]].to_string()
+    branch.replace(LINTED, f"import random\nimport os as unused_{i}\n", "import random\n")
     return took
 
 
 def lints_beside_runs(ws: sk.Workspace, repeat: int) -> dict[str, float]:
     """p50 of lints idle and during another branch's run (sleeping, then busy), alternating."""
-    linted, runner = edited(ws, "linted"), edited(ws, "runner")
-    programs = {"sleep": "sleep 600", "busy": "python3 -c 'while True: pass'"}
+    linted, runner = ws.branch("linted"), edited(ws, "runner")
+    programs = {"sleep": "sleep 600", "busy": "bash -c 'while :; do :; done'"}
     times: dict[str, list[float]] = {"idle": [], "sleep": [], "busy": []}
-    lint_seconds(linted, -1)  # the servers' first answer is not what is compared
+    lint_seconds(linted, 999)  # the servers' first answer is not what is compared
     for round_ in range(repeat):
         for side in times:
             run, cancel = None, threading.Event()
@@ -95,6 +95,8 @@ def lints_beside_runs(ws: sk.Workspace, repeat: int) -> dict[str, float]:
                 run = spawn(runner.run, f"exec -a {marker} {programs[side]}", network=True,
                             timeout=600, cancel=cancel)  # fmt: skip
                 while not any(_argv0(pid).startswith(marker) for pid in tree(marker)):
+                    if run.done():
+                        raise AssertionError(f"the run ended early: {run.result()}")
                     time.sleep(0.002)
             times[side] += [lint_seconds(linted, round_ * 10 + k) for k in range(3)]
             if run is not None:
