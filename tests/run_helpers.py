@@ -13,7 +13,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,16 @@ class Gate:
                 if self._open:
                     self._release()
 
-    def wait(self, *names: str, bound: float = 60) -> None:
-        wait_for(lambda: set(names) <= set(self.arrived), bound, f"{names} at the gate")
+    def wait(self, *names: str, runs: Sequence[Future[Any]] = (), bound: float = 60) -> None:
+        """Until `names` are all at the gate; fails at once when one of `runs` ended first."""
+
+        def arrived() -> bool:
+            for run in runs:
+                if run.done():
+                    raise AssertionError(f"a run ended before the gate opened: {run.result()}")
+            return set(names) <= set(self.arrived)
+
+        wait_for(arrived, bound, f"{names} at the gate")
 
     def open(self) -> None:
         """Let every run waiting now, and every later one, go."""

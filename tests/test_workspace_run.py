@@ -121,7 +121,7 @@ def test_runs_of_different_branches_overlap_each_other_and_lints(
         linted.write("pkg/mod.py", "import os\n")
         names = ["a", "b", "c"]
         runs = [spawn(ws.branch(n).run, gate.code(n), python=True, network=True) for n in names]
-        gate.wait(*names)  # three runs hold their processes at once
+        gate.wait(*names, runs=runs)  # three runs hold their processes at once
         lints = linted.lint()  # and a lint is served meanwhile
         gate.open()
         results = [run.result(timeout=120) for run in runs]
@@ -142,7 +142,7 @@ def test_runs_of_one_branch_go_in_turn_and_each_sees_what_the_last_wrote(
     a = ws.branch("a")
     first = spawn(a.run, f"open('out.txt', 'w').write('one'); {gate.code('first')}",
                   python=True, network=True)  # fmt: skip
-    gate.wait("first")
+    gate.wait("first", runs=[first])
     second = spawn(a.run, "cat out.txt", network=True)  # asked while the first still runs
     wait_for(lambda: len(ws.run_queue) == 2, 60, "the second run queued")
     gate.open()
@@ -170,7 +170,7 @@ def test_cancel_kills_a_running_runs_whole_process_tree(ws: sk.Workspace) -> Non
 def test_a_queued_run_is_cancelled_before_it_starts(project: Path, gate: Gate) -> None:
     with sk.Workspace(project, servers=["ruff"], max_runs=1) as ws:
         holder = spawn(ws.branch("a").run, gate.code("a"), python=True, network=True)
-        gate.wait("a")
+        gate.wait("a", runs=[holder])
         cancel = threading.Event()
         queued = spawn(ws.branch("b").run, gate.code("b"), python=True, network=True,
                        cancel=cancel)  # fmt: skip
