@@ -154,6 +154,21 @@ def test_runs_of_one_branch_go_in_turn_and_each_sees_what_the_last_wrote(
     assert waited.started >= done.finished and waited.wait == later.queue_seconds
 
 
+def test_an_edit_staged_during_a_run_wins_over_what_the_run_wrote(
+    ws: sk.Workspace, gate: Gate
+) -> None:
+    a = ws.branch("a")
+    code = ("open('pkg/mod.py', 'w').write('X = run\\n'); open('out.txt', 'w').write('kept'); "
+            f"{gate.code('writer')}")  # fmt: skip
+    run = spawn(a.run, code, python=True, network=True)
+    gate.wait("writer", runs=[run])  # it wrote both files and waits
+    a.write("pkg/mod.py", "X = staged\n")
+    gate.open()
+    assert set(run.result(timeout=120).written) == {"pkg/mod.py", "out.txt"}
+    later = a.run("cat pkg/mod.py out.txt", network=True)
+    assert later.stdout == "X = staged\nkept"  # the staged edit, and the run's other write
+
+
 def test_cancel_kills_a_running_runs_whole_process_tree(ws: sk.Workspace) -> None:
     marker, cancel = f"sk-{uuid.uuid4().hex[:12]}", threading.Event()
     run = spawn(ws.branch("a").run, sleepers(marker), network=True, timeout=600, cancel=cancel)

@@ -56,6 +56,7 @@ async def run(branch: Branch, cmd: str | list[str], timeout: float, network: boo
         one.began = workspace.now()
         _record(branch, version, one.queued, one.began, result)
     result = dataclasses.replace(result, queue_seconds=max(one.began - one.queued, 0.0))
+    # A cancelled run's writes stay in the scratch layer: half a codemod is no version.
     kept = stage_kept(branch, result.written) if keep and not result.cancelled else None
     if kept is not None:
         result = dataclasses.replace(result, notes=(*result.notes, f"kept as version {kept}"))
