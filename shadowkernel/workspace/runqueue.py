@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import ClosedError
 
@@ -132,6 +132,7 @@ def in_thread(function: Callable[[], T]) -> asyncio.Future[T]:
     future: asyncio.Future[T] = loop.create_future()
 
     def main() -> None:
+        outcome: tuple[Callable[[Any], None], Any]
         try:
             outcome = (future.set_result, function())
         except BaseException as error:  # handed to the awaiting coroutine
@@ -143,6 +144,6 @@ def in_thread(function: Callable[[], T]) -> asyncio.Future[T]:
     return future
 
 
-def _settle(future: asyncio.Future[T], method: Callable[[object], None], value: object) -> None:
+def _settle(future: asyncio.Future[Any], method: Callable[[Any], None], value: Any) -> None:
     if not future.done():
         method(value)
