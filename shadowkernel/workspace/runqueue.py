@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
 from ..errors import ClosedError
@@ -66,7 +66,7 @@ class RunQueue:
             cancel.set()
             raise
         finally:
-            self._callers.discard(caller)  # type: ignore[arg-type]
+            self._callers.discard(caller)
 
     async def _turn(self, key: Hashable, cancel: threading.Event,
                     work: Callable[[], Awaitable[T]]) -> T | None:  # fmt: skip
@@ -101,7 +101,8 @@ class RunQueue:
 
 
 @contextlib.asynccontextmanager
-async def _held(lock: asyncio.Lock | asyncio.Semaphore, cancel: threading.Event):  # type: ignore[no-untyped-def]
+async def _held(lock: asyncio.Lock | asyncio.Semaphore, cancel: threading.Event
+                ) -> AsyncIterator[bool]:  # fmt: skip
     """Hold `lock` for the block, unless `cancel` is set first (then yields False)."""
     got = await _acquire(lock, cancel)
     try:
