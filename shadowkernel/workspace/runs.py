@@ -4,6 +4,13 @@
 The scratch layer (`scratch.Scratch`) holds what runs wrote that no version holds; later runs
 see it, lints, diff() and accept() do not. With `keep=True` what the run wrote under the
 project becomes the next version instead (see `scratch.kept` for what is kept).
+
+A run waits for its turn in the workspace's `RunQueue` (other branches' runs at once, this
+branch's in turn), then goes in a view of its own (an overlayfs view, or a private copy in
+documents mode) on a thread of its own, and is put on the timeline outside the lanes. Only a
+run through the FUSE mount (`mode="fuse"`, or no overlayfs here) is a lane job: the mount
+shows its manifest while it goes. What a run wrote joins the scratch layer when it ends, less
+the paths staged meanwhile: the staged edit is the newer word on those.
 """
 
 from __future__ import annotations
