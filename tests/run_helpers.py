@@ -63,20 +63,24 @@ class Gate:
         self._waiting: list[socket.socket] = []
         self._open = False
         self._lock = threading.Lock()
+        self._stop = threading.Event()
+        # Accepting stops before the socket closes: a thread still in accept() when its fd
+        # number is reused would take the next gate's connections (seen in the fallback child).
+        self.server.settimeout(0.05)
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()
 
     def code(self, name: str) -> str:
         """Python code for a run: arrive as `name`, wait for the gate, print `name`."""
         return (f"import socket; s = socket.create_connection(('127.0.0.1', {self.port})); "
-                f"s.sendall(b'{name}\\n'); s.recv(1); print('{name}')")  # fmt: skip
+                f"s.sendall(b'{name}\\n'); print('{name}' if s.recv(1) == b'g' else 'shut')")  # fmt: skip
 
     def _accept(self) -> None:
-        while True:
+        while not self._stop.is_set():
             try:
                 conn, _ = self.server.accept()
-            except OSError:
-                return
+            except TimeoutError:
+                continue
             name = conn.makefile("rb").readline().decode().strip()
             with self._lock:
                 self.arrived.append(name)
@@ -109,5 +113,7 @@ class Gate:
         self._waiting.clear()
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
         self.open()
         self.server.close()

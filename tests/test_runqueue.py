@@ -114,12 +114,13 @@ def test_close_cancels_every_run_and_waits_for_them() -> None:
         cancels = [threading.Event(), threading.Event()]
 
         async def until_cancelled() -> str:  # a run that ends when killed
+            works.started.append("running")
             await until(cancels[0].is_set)
             return "killed"
 
         running = asyncio.create_task(queue.run("a", cancels[0], until_cancelled))
         queued = asyncio.create_task(queue.run("b", cancels[1], works("never")))
-        await until(lambda: len(queue) == 2)
+        await until(lambda: len(queue) == 2 and works.started == ["running"])
         await queue.close(bound=10)
         assert running.done() and queued.done() and all(c.is_set() for c in cancels)
         assert (running.result(), queued.result()) == ("killed", None)
