@@ -243,3 +243,12 @@ def test_closing_the_workspace_kills_its_runs_running_or_queued(project: Path) -
     for run in (running, queued):
         with pytest.raises(ClosedError, match="closed while"):
             run.result(timeout=60)
+
+
+def test_dropping_a_branch_cancels_its_runs(ws: sk.Workspace) -> None:
+    marker, a = f"sk-{uuid.uuid4().hex[:12]}", ws.branch("a")
+    run = spawn(a.run, sleepers(marker), network=True, timeout=600)
+    tree = running_tree(marker)
+    a.drop()
+    assert run.result(timeout=60).cancelled
+    assert alive(tree, marker) == []

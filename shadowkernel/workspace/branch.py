@@ -401,10 +401,12 @@ class Branch:
         )
 
     def drop(self) -> None:
-        """Forget the branch (its versions and scratch layer). The user's folder is untouched."""
+        """Forget the branch (its versions and scratch layer) and cancel its runs. The user's
+        folder is untouched."""
         with self._lock:
             self._state = "dropped"
             self._scratch.clear()
+        self.workspace.run_queue.cancel(self._uid)
         self.workspace._forget(self)
 
     def _check_open(self) -> None:

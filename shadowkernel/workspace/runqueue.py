@@ -39,7 +39,10 @@ class RunQueue:
         self.limit = limit
         self._slots = asyncio.Semaphore(limit)
         self._order: dict[Hashable, tuple[asyncio.Lock, int]] = {}  # key -> (lock, users)
-        self._turns: dict[asyncio.Task[object], threading.Event] = {}  # waiting or running
+        # Waiting or running: the key and cancel event of each (read by `cancel` from any
+        # thread, so changed under a lock).
+        self._turns: dict[asyncio.Task[object], tuple[Hashable, threading.Event]] = {}
+        self._guard = threading.Lock()
         self._callers: set[asyncio.Task[object]] = set()
         self._closed = False
 
@@ -55,8 +58,9 @@ class RunQueue:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
         turn = asyncio.ensure_future(self._turn(key, cancel, work))
-        self._turns[turn] = cancel
-        turn.add_done_callback(self._turns.pop)
+        with self._guard:
+            self._turns[turn] = (key, cancel)
+        turn.add_done_callback(self._forget)
         caller = asyncio.current_task()
         if caller is not None:
             self._callers.add(caller)
@@ -77,6 +81,18 @@ class RunQueue:
         finally:
             self._leave(key)
 
+    def _forget(self, turn: asyncio.Task[object]) -> None:
+        with self._guard:
+            del self._turns[turn]
+
+    def cancel(self, key: Hashable) -> int:
+        """Cancel every run of `key`, queued or running (from any thread); how many."""
+        with self._guard:
+            events = [cancel for k, cancel in self._turns.values() if k == key]
+        for cancel in events:
+            cancel.set()
+        return len(events)
+
     def _enter(self, key: Hashable) -> asyncio.Lock:
         lock, users = self._order.get(key) or (asyncio.Lock(), 0)
         self._order[key] = (lock, users + 1)
@@ -93,7 +109,7 @@ class RunQueue:
         """Cancel every run, queued or running, and wait up to `bound` seconds for them (and
         their callers) to end."""
         self._closed = True
-        for cancel in self._turns.values():
+        for _, cancel in self._turns.values():
             cancel.set()
         pending = {*self._turns, *self._callers} - {asyncio.current_task()}
         if pending:
