@@ -332,8 +332,8 @@ class Branch:
         as Python code; mode, env, cwd, output_cap, max_processes, cancel). Runs of other
         branches go at the same time (up to `ws.max_runs`), this branch's in turn; lints are
         served meanwhile. An interrupt in the caller, setting the `cancel` event (from any
-        thread) or closing the workspace kills the run and all its processes, or takes it out
-        of the queue (then `cancelled` and nothing ran)."""
+        thread), drop() or closing the workspace kills the run and all its processes, or takes
+        it out of the queue (then `cancelled` and nothing ran)."""
         cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
