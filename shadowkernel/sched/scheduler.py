@@ -30,6 +30,7 @@ from .policy import SINGLE_FILE_SERVERS, Policy, RequestQueue
 from .timeline import Answer, Event, Kind, legacy_answer
 
 T = TypeVar("T")
+OUTSIDE = -1  # the lane of an event served outside the lanes (a run in a view of its own)
 
 # Who is asking: set by a face serving an outside client (the MCP server) around its API
 # calls; the context travels with the call into the loop thread, and the event records it.
@@ -197,6 +198,17 @@ class Scheduler:
                   request.queued, started, lane.switch_seconds, self.now(), ok, outcome,
                   request.client, *counts)
         )  # fmt: skip
+
+    def record(self, branch: str, version: int, kind: Kind, op: str, queued: float,
+               started: float, *, switch: float = 0.0, ok: bool = True, outcome: str = "",
+               answer: Any = None) -> Event:  # fmt: skip
+        """Put work served outside the lanes on the timeline, ending now: a run in a view of
+        its own (lane -1), which waited `started - queued` for its turn."""
+        event = Event(self.queue.take_id(), branch, version, op, kind, OUTSIDE, queued, started,
+                      switch, self.now(), ok, outcome, _CLIENT.get(),
+                      **(answer_summary(answer) if ok else {}))  # fmt: skip
+        self.events.append(event)
+        return event
 
     async def close(self) -> None:
         for task in self._workers:

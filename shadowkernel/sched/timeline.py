@@ -35,7 +35,7 @@ class Event:
     version: int
     op: str  # lint, definition, references, hover, symbols, run
     kind: Kind
-    lane: int
+    lane: int  # -1: served outside the lanes (a run in a view of its own)
     queued: float
     started: float
     switch: float
@@ -60,7 +60,8 @@ class Event:
         """The request as a few lines: what the extension's request panel shows too."""
         lines = [
             f"request {self.id}: branch {self.branch}, version {self.version}, "
-            f"{self.op} ({self.kind}) on shadow {self.lane}",
+            f"{self.op} ({self.kind}) "
+            + (f"on shadow {self.lane}" if self.lane >= 0 else "in a view of its own"),
             f"waited {self.wait * 1000:.1f} ms in the queue, switch {self.switch * 1000:.1f} ms, "
             f"served {(self.serve - self.switch) * 1000:.1f} ms",
         ]

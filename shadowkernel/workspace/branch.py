@@ -380,8 +380,11 @@ class Branch:
         deletions, less .gitignore'd paths, the usual caches and protected paths, which the
         result's notes list) becomes the branch's next version instead. `options` go to
         `run_in_shadow` (python=True runs `cmd` as Python code; mode, env, cwd, output_cap,
-        max_processes, cancel). An interrupt in the caller, or setting the `cancel` event,
-        kills the run and all its processes."""
+        max_processes, cancel, sandbox). Runs of other branches go at the same time (up to
+        `ws.max_runs`), this branch's in turn; lints are served meanwhile. An interrupt in the
+        caller, setting the `cancel` event (from any thread), drop() or closing the workspace
+        kills the run and all its processes, or takes it out of the queue (then `cancelled`
+        and nothing ran)."""
         cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
@@ -393,9 +396,14 @@ class Branch:
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, keep: bool = False,
                         **options: Any) -> RunResult:  # fmt: skip
+        cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
-        return await self.workspace.bridge.call_async(
-            runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
+        try:
+            return await self.workspace.bridge.call_async(
+                runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
+        except BaseException:  # asyncio cancellation (an MCP client's cancel) included
+            cancel.set()
+            raise
 
     # -- diff, accept, drop ---------------------------------------------------------------------
 
@@ -480,9 +488,10 @@ class Branch:
         return gitexport.commit(self.workspace.root, files, modes, bases, ref, message)
 
     def drop(self) -> None:
-        """Forget the branch (its versions and scratch layer), also in the durable store. The
-        user's folder is untouched."""
+        """Forget the branch (its versions and scratch layer), also in the durable store, and
+        cancel its runs. The user's folder is untouched."""
         self.state.drop()
+        self.workspace.run_queue.cancel(self.state.key)
         self.workspace._forget(self)
 
     def _check_open(self) -> None:

@@ -48,6 +48,7 @@ from .branch import Branch
 from .bridge import LoopThread
 from .durable import DurableStore
 from .folder import Folder
+from .runqueue import RunQueue
 from .scratch import USUAL_CACHES
 from .staging import digest
 from .state import merge
@@ -55,6 +56,7 @@ from .state import merge
 log = logging.getLogger(__name__)
 
 FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
+RUNS_END_WITHIN = 10.0  # seconds close() waits for cancelled runs to be gone (killing: ~50 ms)
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
 
@@ -94,6 +96,7 @@ class Workspace:
         protect: Sequence[str] = (),
         state: str | os.PathLike[str] | statedir.Default | None = statedir.DEFAULT,
         restore: bool = True,
+        max_runs: int | None = None,
     ) -> None:
         """`state`: where branches are kept durably (default: a directory per folder under
         $XDG_STATE_HOME/shadowkernel; None: in memory only); `restore`: bring back the
@@ -112,6 +115,8 @@ class Workspace:
         restore = arguments.flag("restore", restore)
         self.state_dir = None if state is None else statedir.directory(self.root, state)
         self.durable: DurableStore | None = None
+        max_runs = len(os.sched_getaffinity(0)) if max_runs is None else max_runs
+        arguments.count("max_runs", max_runs, 1, "the number of runs at once")
         self.servers = tuple(servers)
         # Checkers (mypy, go vet, ...) run as sandboxed runs (checkers.py), not in the pools.
         self._lsp_servers, self.checkers = registry.split(self.servers, Path(self.root))
@@ -122,6 +127,7 @@ class Workspace:
         self.base_lints = BaseLints()
         self.line_maps = LineMaps()
         self.bridge = LoopThread()
+        self.run_queue = RunQueue(max_runs)
         self.origin = time.perf_counter()  # the timeline's zero
         self._shadows: list[Shadow | DetachedShadow] = []
         self._branches: dict[str, Branch] = {}
@@ -291,7 +297,21 @@ class Workspace:
         with self._lock:
             return self._base_bytes.setdefault((path, digest(data)), data)
 
+    @property
+    def max_runs(self) -> int:
+        """How many runs go at once (other branches' runs queue; one branch's runs go in turn)."""
+        return self.run_queue.limit
+
     # -- the timeline ------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The timeline's clock: seconds since the workspace started."""
+        return time.perf_counter() - self.origin
+
+    def record(self, branch: str, version: int, kind: Any, op: str, queued: float,
+               started: float, **answer: Any) -> None:  # fmt: skip
+        """Put a request served outside the lanes (a run in its own view) on the timeline."""
+        self._scheduler.record(branch, version, kind, op, queued, started, **answer)
 
     def events(self) -> list[Event]:
         """Every request served so far, in the order it finished."""
@@ -312,6 +332,7 @@ class Workspace:
             "mode": self.mode,
             "lanes": len(self._shadows),
             "queued": len(self._scheduler.queue),
+            "runs": len(self.run_queue),
             "branches": len(self._branches),
             "base_lints_cached": len(self.base_lints),
             "servers": [lane.pool.statistics() for lane in self._scheduler.lanes],
@@ -344,6 +365,7 @@ class Workspace:
             log.warning("closing %s: could not %s", self.root, what, exc_info=True)
 
     async def _shutdown(self, scheduler: Scheduler) -> None:
+        await self.run_queue.close(RUNS_END_WITHIN)  # before the lanes: fuse runs hold one
         await scheduler.close()
         await asyncio.gather(*(lane.pool.close() for lane in scheduler.lanes),
                              return_exceptions=True)  # fmt: skip
