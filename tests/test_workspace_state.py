@@ -89,7 +89,7 @@ def test_merge_takes_the_common_base_and_lists_overlaps(folder: Folder, make) ->
     other.stage({mod: b"a = 6\n"}, "d", folder, make)
     both = BranchState("cd")
     assert merge(both, clash, other, folder, make) == ("pkg/mod.py",)
-    assert both.head.files[mod] == b"a = 5\n"
+    assert both.head.files[mod] == b"<<<<<<< c\na = 5\n=======\na = 6\n>>>>>>> d\n"  # git's
 
 
 def test_runs_and_merges_reach_no_private_member_of_a_branch() -> None:

@@ -27,7 +27,7 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
 from .policy import SINGLE_FILE_SERVERS, Policy, RequestQueue
-from .timeline import Answer, Event, Kind, legacy_answer
+from .timeline import Answer, Event, Kind
 
 T = TypeVar("T")
 OUTSIDE = -1  # the lane of an event served outside the lanes (a run in a view of its own)
@@ -180,7 +180,7 @@ class Scheduler:
         answer: Answer[Any] | None = None
         try:
             returned = await request.job(lane)
-            answer = returned if isinstance(returned, Answer) else legacy_answer(returned)
+            answer = returned
             ok, outcome = True, answer.outcome
         except asyncio.CancelledError:
             request.future.cancel()
@@ -201,12 +201,12 @@ class Scheduler:
 
     def record(self, branch: str, version: int, kind: Kind, op: str, queued: float,
                started: float, *, switch: float = 0.0, ok: bool = True, outcome: str = "",
-               answer: Any = None) -> Event:  # fmt: skip
+               exit_code: int | None = None) -> Event:  # fmt: skip
         """Put work served outside the lanes on the timeline, ending now: a run in a view of
         its own (lane -1), which waited `started - queued` for its turn."""
         event = Event(self.queue.take_id(), branch, version, op, kind, OUTSIDE, queued, started,
                       switch, self.now(), ok, outcome, _CLIENT.get(),
-                      **(answer_summary(answer) if ok else {}))  # fmt: skip
+                      exit_code=exit_code)  # fmt: skip
         self.events.append(event)
         return event
 

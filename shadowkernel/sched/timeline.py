@@ -85,14 +85,6 @@ class Answer(Generic[T]):
     exit_code: int | None = None
 
 
-def legacy_answer(result: tuple[Any, str]) -> Answer[Any]:
-    """A job's old `(value, outcome)` pair as an Answer: a value with an `exit_code` (a run)
-    gives it. Accepted until every job returns an Answer."""
-    value, outcome = result
-    code = getattr(value, "exit_code", None)
-    return Answer(value, outcome, exit_code=code if isinstance(code, int) else None)
-
-
 COLUMNS = tuple(f.name for f in fields(Event))
 
 

@@ -26,7 +26,7 @@ from ..overlay.store import Dir, File, Override, changed_paths
 from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
 from ..run.runner import SHARED_MOUNT, not_started, view_mode
-from ..sched import Lane
+from ..sched import Answer, Lane
 from . import arguments, scratch
 from .folder import Folder
 from .runqueue import in_thread
@@ -103,13 +103,13 @@ class _Run:
         _record(self.branch, self.version, self.queued, self.began, result)
         return result
 
-    async def on_a_lane(self, lane: Lane) -> tuple[RunResult, str]:
+    async def on_a_lane(self, lane: Lane) -> Answer[RunResult]:
         self.began = self.branch.workspace.now()
         if self.options["cancel"].is_set():  # while it waited for the lane
-            return self.unstarted(), "cancelled while queued"
+            return Answer(self.unstarted(), "cancelled while queued")
         result = await asyncio.to_thread(self.execute, lane.shadow)
         lane.run_wrote(set(result.written))
-        return result, _outcome(result)
+        return Answer(result, _outcome(result), exit_code=result.exit_code)
 
     def execute(self, shadow: Any) -> RunResult:
         with self.branch.state.lock:
@@ -150,7 +150,7 @@ def _record(branch: Branch, version: Version, queued: float, started: float,
     else:
         branch.workspace.record(branch.name, version.number, "run", "run", queued, started,
                                 switch=answer.setup_seconds, outcome=_outcome(answer),
-                                answer=answer)  # fmt: skip
+                                exit_code=answer.exit_code)  # fmt: skip
 
 
 def _outcome(result: RunResult) -> str:
