@@ -59,13 +59,32 @@ def untouched(repo: Path) -> tuple[object, ...]:
             (git_dir / "HEAD").read_text(), git(repo, "rev-parse", "HEAD"))  # fmt: skip
 
 
+def test_the_mcp_tool_commits_to_agent_refs_and_asks_the_flag_for_others(
+    repo: Path, ws: sk.Workspace
+) -> None:
+    from shadowkernel.agents.tools import Tools
+    from shadowkernel.errors import ShadowError
+
+    before, tools = untouched(repo), Tools(ws)
+    tools.create_branch("feat")
+    tools.replace_in_file("feat", "pkg/mod.py", "a + b", "b + a")
+    made = tools.commit_branch("feat", message="Swap")
+    assert made["ref"] == "refs/heads/agent/feat" and made["version"] == 1
+    assert git(repo, "rev-parse", "agent/feat") == made["commit"]
+    assert "return b + a" in git(repo, "show", f"{made['commit']}:pkg/mod.py")
+    with pytest.raises(ShadowError, match="--allow-accept"):
+        tools.commit_branch("feat", ref="refs/heads/main")
+    assert git(repo, "rev-parse", "main") == git(repo, "rev-parse", "HEAD")
+    assert untouched(repo) == before
+
+
 def _worktree(repo: Path) -> dict[str, tuple]:
     return {k: v for k, v in snapshot(repo).items() if not k.startswith(".git")}
 
 
 def test_a_branch_becomes_a_commit_on_its_own_ref(repo: Path, ws: sk.Workspace) -> None:
     before, head = untouched(repo), git(repo, "rev-parse", "HEAD")
-    a = ws.branch("fix add")
+    a = ws.branch("fix-add")
     a.replace("pkg/mod.py", "a + b", "a - b")
     a.write("pkg/new/tool.py", "print('tool')\n")
     a.replace("run.sh", "hi", "bye")
