@@ -100,16 +100,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     return result.exit_code if result.exit_code is not None else 1
 
 
+MCP_DESCRIPTION = """\
+Serve SRC to MCP clients (Claude Code, Codex, Cursor, the MCP Inspector...) as tools:
+branches of the project on which agents stage edits, lint, navigate (definition,
+references, hover, symbols) and run commands in a sandbox. SRC is never written, except by
+the accept tool, which only --allow-accept offers.
+
+stdio (default) serves one client until stdin closes; --http serves many over streamable
+HTTP at http://HOST:PORT/mcp behind a bearer token, printed once and written to a 0600 file
+removed at exit (Ctrl-C, SIGTERM or SIGHUP). Requests, stdio or HTTP, are limited to what
+staging takes (8 MiB of text per file).
+
+examples:
+  shadowkernel mcp ~/project                          # stdio, for a client's config
+  shadowkernel mcp ~/project --http 127.0.0.1:8765    # HTTP, prints the token
+  claude mcp add shadowkernel -- shadowkernel mcp ~/project
+"""
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from .mcp import transports
     except ImportError as error:
         raise ShadowError(f"needs the MCP SDK ({error}): pip install 'shadowkernel[mcp]'") from None
-    from .mcp.tools import Tools
+    from .agents.tools import Tools
     from .workspace import Workspace
 
+    servers = args.servers or default_mcp_servers()
+
     def open_workspace() -> Workspace:
-        return Workspace(args.source, servers=args.servers)
+        return Workspace(args.source, servers=servers)
 
     if args.http is None:
         transports.serve_stdio(open_workspace, args.allow_accept)
@@ -125,6 +145,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
               flush=True)  # fmt: skip
         server.serve_forever()
     return 0
+
+
+def default_mcp_servers() -> list[str]:
+    """ruff lints; jedi-language-server (light) answers definition, references, hover and
+    symbols, when it is installed."""
+    from .lsp.specs import available_servers
+
+    return ["ruff", *(["jedi-language-server"] if available_servers().get("jedi-language-server")
+                      else [])]  # fmt: skip
 
 
 def _stage(branch, args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -188,11 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(run=cmd_run)
 
     mcp = sub.add_parser("mcp", help="serve persistent branches of SRC to MCP clients "
-                         "(stdio, or streamable HTTP with --http)")  # fmt: skip
+                         "(stdio, or streamable HTTP with --http)",
+                         description=MCP_DESCRIPTION,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     mcp.add_argument("source", metavar="SRC", help="the user's project folder (written only "
                      "by accept, with --allow-accept)")  # fmt: skip
-    mcp.add_argument("--servers", nargs="+", default=["ruff"], metavar="S",
-                     help="language servers (default: ruff), e.g. ruff basedpyright")  # fmt: skip
+    mcp.add_argument("--servers", nargs="+", metavar="S",
+                     help="language servers (default: ruff, and jedi-language-server for "
+                          "navigation when installed), e.g. ruff basedpyright")  # fmt: skip
     mcp.add_argument("--http", metavar="HOST:PORT",
                      help="serve streamable HTTP there (HOST defaults to 127.0.0.1; port 0 "
                           "picks one) behind a generated bearer token")  # fmt: skip

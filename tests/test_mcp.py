@@ -161,7 +161,7 @@ def test_bad_input_is_a_tool_error_and_the_server_stays_up(src: Path) -> None:
                 ("replace_in_file", {"branch": "a", "path": "pkg/dup.py", "old": "x = 1", "new": "y"}, "occurs 2 times"),
                 ("write_file", {"branch": "a", "path": "pkg/b.py", "content": "a\x00b"}, "binary content"),
                 ("write_file", {"branch": "a", "path": "pkg/h.py", "content": "#" * (9 * 2**20)}, "byte limit"),
-                ("run", {"branch": "a", "command": "echo started; sleep 30", "timeout": 1}, "timed out after 1"),
+                ("run", {"branch": "a", "command": " "}, "give a shell command"),
                 ("lint", {"branch": "a", "servers": ["no-such-server"]}, "no-such-server"),
                 ("apply_patch", {"branch": "a", "patch": "this is not a diff"}, "unified diff"),
                 ("accept", {"branch": "a"}, "--allow-accept"),
@@ -232,7 +232,7 @@ def test_http_refuses_requests_without_the_token(src: Path, tmp_path: Path) -> N
             async with over_http(served.url, served.token) as agent:
                 assert (await agent.call("list_branches")) == {"branches": []}
                 tools = {t.name: t for t in (await agent.session.list_tools()).tools}
-                assert tuple(tools) == TOOL_NAMES
+                assert tuple(tools) == tuple(n for n in TOOL_NAMES if n != "accept")
                 lint = tools["lint"].output_schema
                 assert lint and {"branch", "version", "lints"} <= set(lint["properties"])
                 assert all(t.output_schema and t.description for t in tools.values())

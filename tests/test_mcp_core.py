@@ -12,10 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
+from shadowkernel.agents import shapes
+from shadowkernel.agents.tools import TOOL_NAMES, entries, stable
 from shadowkernel.errors import ShadowError
 from shadowkernel.lsp import Fix, Lint, lint_table
-from shadowkernel.mcp import TOOL_NAMES, shapes, snippets
-from shadowkernel.mcp.tools import entries, stable
+from shadowkernel.mcp import snippets
 from shadowkernel.mcp.transports import BearerAuth, is_loopback, parse_address, write_token
 from shadowkernel.paths import RelPath
 from shadowkernel.text.ranges import TextEdit

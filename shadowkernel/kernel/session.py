@@ -78,7 +78,7 @@ class Session:
     def serve_mcp(self, port: int = 0, allow_accept: bool = False) -> Any:
         """Serve the open workspace over MCP (loopback HTTP) from a background thread."""
         try:
-            from ..mcp.tools import Tools
+            from ..agents.tools import Tools
             from ..mcp.transports import HttpServer
         except ImportError as error:
             raise UsageError(f"%shadow mcp needs the MCP SDK ({error}): "

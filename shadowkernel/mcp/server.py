@@ -1,25 +1,48 @@
 """The tool table as an MCP server (the official SDK's `MCPServer`), and its one error edge.
 
-Each tool is registered from its `Tools` method (signature -> input schema, docstring ->
-description, JSON object -> structured result). Errors the caller can fix (`ShadowError`)
-become tool errors (`isError`) carrying the message; anything else is a bug, logged with
-its traceback and answered with the SDK's generic tool failure. Either way the server stays
-up. A middleware tags every request with the client's name (from its `initialize`), so the
-workspace's timeline records which external agent asked.
+Each tool is registered from its `ToolSpec` (agents/toolspec.py): the description, the
+described input schema and the hints (MCP's annotations) come from the table, the output
+schema from the result's TypedDict. A call runs the table's method on a worker thread;
+a cancelled request (`notifications/cancelled`, a closed connection) sets the call's
+cancel event, which kills a run and frees its place in the queue. Errors the caller can fix
+(`ShadowError`, bad arguments) become tool errors (`isError`) with a one-line message;
+anything else is a bug, logged with its traceback and answered with the SDK's generic tool
+failure. Either way the server stays up. A middleware tags every request with the client's
+name (from its `initialize`), so the workspace's timeline records which agent asked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import importlib.metadata
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import (
+    CallToolResult,
+    EmptyResult,
+    SetLevelRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import ValidationError
 
+from ..agents.tools import TOOL_NAMES, Tools
+from ..agents.toolspec import ToolSpec
 from ..errors import ShadowError
 from ..sched import acting_for
-from .tools import Tools
+from . import texts
+
+PROGRESS_EVERY = 1.0  # seconds between progress notifications of a long call
 
 INSTRUCTIONS = """\
 shadowkernel: a private, writable shadow of the user's project. Create a branch, stage edits
@@ -29,26 +52,130 @@ staging call makes a new version; lints are final for exactly the version they n
 and columns are 1-based."""
 
 
+def version() -> str:
+    try:
+        return importlib.metadata.version("shadowkernel")
+    except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+        from .. import __version__
+
+        return __version__
+
+
+class Server(MCPServer[Any]):
+    """MCPServer whose argument errors are one sentence naming the argument, and whose
+    withheld tools (`accept` without --allow-accept) say how to get them."""
+
+    withheld: dict[str, str] = {}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if name in self.withheld:
+            raise ToolError(self.withheld[name])
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                raise ToolError(texts.argument_error(name, error.__cause__)) from None
+            raise
+
+
 def build_server(tools: Tools, name: str = "shadowkernel") -> MCPServer[Any]:
-    """An MCPServer serving `tools`; run it with a transport from `transports`."""
-    server: MCPServer[Any] = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
-    for tool_name, method in tools.table().items():
-        server.add_tool(_guarded(method), name=tool_name, structured_output=True)
+    """An MCP server offering `tools`; run it with a transport from `transports`."""
+    registered = [mcp_tool(spec, getattr(tools, spec.name)) for spec in tools.specs()]
+    server = Server(name, version=version(), instructions=INSTRUCTIONS, log_level="WARNING",
+                    tools=registered)  # fmt: skip
+    server.withheld = {n: tools.withheld(n) for n in TOOL_NAMES if n not in tools.names()}
+    # The logging capability (protocol <= 2025-11-25; later ones ask per request): the
+    # package's warnings during a call reach its client as log notifications.
+    server._lowlevel_server.add_request_handler(  # noqa: SLF001 - no public way to add it
+        "logging/setLevel", SetLevelRequestParams, _set_level)  # fmt: skip
     server.middleware.append(_tag_client)
     return server
 
 
-def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
-    """The edge: fixable errors become a ToolError with their message, on one line."""
+def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
+    """The SDK's Tool for one table method: the table's schema, hints and description."""
 
-    @functools.wraps(method)
-    def tool(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except ShadowError as error:  # what the caller can correct; anything else is a bug
-            raise ToolError(" ".join(str(error).split()) or type(error).__name__) from None
+    async def call(ctx: Context, **arguments: Any) -> CallToolResult:
+        cancel = threading.Event()
+        host = {"cancel": cancel} if "cancel" in spec.host else {}
+        work = functools.partial(outcome, functools.partial(method, **arguments, **host))
+        with forwarded_warnings() as warned:
+            try:
+                result, error = await with_progress(ctx, spec.name, work)
+            except anyio.get_cancelled_exc_class():
+                cancel.set()  # the request was cancelled or its client left: so is the run
+                raise
+        for record in warned:
+            await ctx.log("warning", record.getMessage(), logger_name=record.name)
+        if isinstance(error, ShadowError):  # what the caller can correct
+            raise ToolError(texts.one_line(error))
+        if error is not None:  # a bug: the SDK logs it and answers a generic failure
+            raise error
+        text = TextContent(type="text", text=texts.summary(spec.name, result))
+        return CallToolResult(content=[text], structured_content=result)
 
+    call.__signature__ = signature(spec)  # type: ignore[attr-defined]
+    tool = Tool.from_function(call, name=spec.name, description=spec.description,
+                              context_kwarg="ctx", structured_output=True,
+                              annotations=ToolAnnotations(**spec.hints.as_mcp()))  # fmt: skip
+    tool.parameters = spec.input_schema()  # the table's schema, exactly as agents see it
     return tool
+
+
+def outcome(work: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    """(result, None) or (None, the error): errors cross the task group unwrapped."""
+    try:
+        return work(), None
+    except Exception as error:  # noqa: BLE001 - handed back to the caller, which decides
+        return None, error
+
+
+async def with_progress(ctx: Context, tool: str, work: Callable[[], Any]) -> Any:
+    """`work()` on a worker thread; meanwhile a progress notification every PROGRESS_EVERY
+    seconds (sent only when the client asked for progress with a progressToken)."""
+    answer: list[Any] = []
+    async with anyio.create_task_group() as group:
+
+        async def do() -> None:
+            answer.append(await anyio.to_thread.run_sync(work, abandon_on_cancel=True))
+            group.cancel_scope.cancel()
+
+        group.start_soon(do)
+        started = time.monotonic()
+        while True:
+            await anyio.sleep(PROGRESS_EVERY)
+            elapsed = time.monotonic() - started
+            await ctx.report_progress(elapsed, None, f"{tool}: running for {elapsed:.0f} s")
+    return answer[0]
+
+
+@contextlib.contextmanager
+def forwarded_warnings() -> Iterator[list[logging.LogRecord]]:
+    """The package's warnings logged meanwhile (any thread), for the client's log."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("shadowkernel")
+    logger.addHandler(handler)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+
+
+def signature(spec: ToolSpec) -> inspect.Signature:
+    """The call's signature for the SDK's argument checks: the table's parameters and types."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter(p.name, keyword, default=p.default, annotation=p.annotation)
+              for p in spec.params]  # fmt: skip
+    params.append(inspect.Parameter("ctx", keyword, annotation=Context))
+    return inspect.Signature(params, return_annotation=spec.result)
+
+
+async def _set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+    """Clients may ask; only warnings are ever sent, which every level but error and
+    above lets through."""
+    return EmptyResult()
 
 
 async def _tag_client(ctx: Any, call_next: Any) -> Any:

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import os
 import secrets
 import signal
@@ -32,13 +33,19 @@ from typing import Any
 import anyio
 import uvicorn
 
+from ..agents.tools import Tools
 from ..errors import ShadowError
+from ..text.content import MAX_TEXT_BYTES
 from .server import build_server
-from .tools import Tools
 
 LOOPBACK = "127.0.0.1"
 PATH = "/mcp"
 GRACE = 5  # seconds a stopping server waits for requests still running (a lint, a run)
+# One limit over every transport: what staging takes (a file of MAX_TEXT_BYTES), so a request
+# may carry one such file JSON-escaped (a newline or quote doubles). Staging answers a larger
+# file with a tool error naming its limit; HTTP answers a larger body with 413 saying this.
+REQUEST_LIMIT = 2 * MAX_TEXT_BYTES + 2**16
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 # -- stdio ----------------------------------------------------------------------------------------
@@ -49,7 +56,7 @@ def serve_stdio(open_workspace: Callable[[], Any], allow_accept: bool = False) -
     with diverted_stdio():
         workspace = open_workspace()
     try:
-        with _terminate_as_interrupt():
+        with _stopping_as_interrupt():
             anyio.run(build_server(Tools(workspace, allow_accept)).run_stdio_async)
     except KeyboardInterrupt:
         pass
@@ -74,18 +81,23 @@ def diverted_stdio() -> Iterator[None]:
             os.close(fd)
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the server like Ctrl-C, so the workspace closes (and unmounts)."""
-
-    def interrupt(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+def _stopping_as_interrupt(handler: Callable[..., None] = _interrupt) -> Iterator[None]:
+    """SIGTERM and SIGHUP end the server like Ctrl-C, so the workspace closes (its servers,
+    runs and mount go) and the process exits 0. Only the main thread may set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, handler) for number in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 # -- HTTP -----------------------------------------------------------------------------------------
@@ -137,19 +149,50 @@ class BearerAuth:
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path", "").startswith("/.well-known/"):
+            # OAuth discovery: none here, so clients say "wrong token", not "log in"
+            await _answer(send, 404, b'{"error": "no OAuth here: use the bearer token"}')
+            return
         if scope["type"] == "http" and not self._authorized(scope):
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", b'Bearer realm="shadowkernel"'),
-            ]})  # fmt: skip
-            await send({"type": "http.response.body",
-                        "body": b'{"error": "missing or wrong bearer token"}'})  # fmt: skip
+            await _answer(send, 401, b'{"error": "missing or wrong bearer token"}',
+                          ((b"www-authenticate", b'Bearer realm="shadowkernel"'),))  # fmt: skip
             return
         await self.app(scope, receive, send)
 
     def _authorized(self, scope: Any) -> bool:
         given = dict(scope.get("headers", [])).get(b"authorization", b"")
         return hmac.compare_digest(given, self._expected)
+
+
+class RefuseLarge:
+    """ASGI middleware: a body declared over REQUEST_LIMIT gets 413 with a JSON-RPC error
+    saying the limit (the SDK's own check, for bodies sent without a length, says less)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        length = dict(scope.get("headers", [])).get(b"content-length", b"0")
+        if scope["type"] == "http" and length.isdigit() and int(length) > REQUEST_LIMIT:
+            await _answer(send, 413, too_large(int(length)))
+            return
+        await self.app(scope, receive, send)
+
+
+def too_large(size: int) -> bytes:
+    message = (
+        f"request of {size} bytes is over shadowkernel's limit of {REQUEST_LIMIT} bytes "
+        f"per request; staging takes at most {MAX_TEXT_BYTES} bytes of text per file"
+    )
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    return json.dumps(error).encode()
+
+
+async def _answer(send: Any, status: int, body: bytes,
+                  headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:  # fmt: skip
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *headers]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
 
 
 class EndStreams:
@@ -211,8 +254,10 @@ class HttpServer:
         self.token = secrets.token_urlsafe(32)
         self._socket = _bind(host, port)
         self.host, self.port = host, int(self._socket.getsockname()[1])
-        app = build_server(tools).streamable_http_app(streamable_http_path=PATH, host=host)
-        self._streams = EndStreams(BearerAuth(app, self.token))
+        app = build_server(tools).streamable_http_app(
+            streamable_http_path=PATH, host=host, max_request_body_size=REQUEST_LIMIT
+        )
+        self._streams = EndStreams(BearerAuth(RefuseLarge(app), self.token))
         config = uvicorn.Config(self._streams, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=GRACE)  # fmt: skip
         self._uvicorn = uvicorn.Server(config)
@@ -225,13 +270,20 @@ class HttpServer:
         return f"http://{host}:{self.port}{PATH}"
 
     def serve_forever(self) -> None:
-        """Serve in this thread until Ctrl-C / SIGTERM (or stop() from another thread)."""
+        """Serve in this thread until Ctrl-C, SIGTERM or SIGHUP (or stop() from another
+        thread); the token file is removed either way."""
         try:
-            self._uvicorn.run(sockets=[self._socket])
-        except KeyboardInterrupt:  # uvicorn re-raises the signal once it has shut down
+            with _stopping_as_interrupt(self._stop_soon):
+                self._uvicorn.run(sockets=[self._socket])
+        except KeyboardInterrupt:  # uvicorn re-raises SIGINT once it has shut down
             pass
         finally:
             self._cleanup()
+
+    def _stop_soon(self, *_: object) -> None:
+        """A signal's handler: shut down gracefully (uvicorn re-raises SIGTERM to it after)."""
+        self._streams.end()
+        self._uvicorn.should_exit = True
 
     def start(self, timeout: float = 30) -> HttpServer:
         """Serve from a daemon thread; returns once the server accepts connections."""

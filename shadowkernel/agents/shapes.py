@@ -201,12 +201,28 @@ def fix(fix_id: str, value: Fix) -> FixDetail:
     }
 
 
-def run(result: Any) -> RunShape:
-    """A RunResult without its raw overrides: `written` lists the paths."""
+def run(result: Any, max_output: int) -> RunShape:
+    """A RunResult without its raw overrides (`written` lists the paths), each stream cut to
+    `max_output` characters, head and tail (`*_truncated` then true; `*_bytes` the total)."""
     shaped = {name: getattr(result, name) for name in RunShape.__annotations__ if name != "ok"}
     shaped.update(command=list(result.command), notes=list(result.notes),
                   written=sorted(result.written), ok=result.ok)  # fmt: skip
+    for stream in ("stdout", "stderr"):
+        text, cut = head_and_tail(shaped[stream], max_output)
+        shaped[stream] = text
+        shaped[f"{stream}_truncated"] = shaped[f"{stream}_truncated"] or cut
     return shaped  # type: ignore[return-value]
+
+
+def head_and_tail(text: str, limit: int) -> tuple[str, bool]:
+    """`text` within `limit` characters: its start and end around a marker line, and whether
+    anything was left out."""
+    if len(text) <= limit:
+        return text, False
+    head, tail = text[: limit // 2], text[len(text) - (limit - limit // 2) :]
+    left_out = len(text) - len(head) - len(tail)
+    marker = f"\n[... {left_out} characters left out; ask with a larger max_output ...]\n"
+    return head + marker + tail, True
 
 
 def branch(value: Any) -> BranchInfo:

@@ -1,10 +1,10 @@
-"""The MCP tools as a plain table over the public API: one method per tool, JSON results.
+"""The tools agents call, as a plain table over the public API: one method per tool.
 
 `Tools(ws).table()` maps each tool name (`TOOL_NAMES`, fixed: clients rely on them) to a
-bound method whose signature and docstring become the tool's schema and description. No
-MCP types here: `server.py` registers the table and translates errors once at its edge.
-Every method raises only `ShadowError` subclasses for bad input; the server turns those
-into tool errors and stays up.
+bound method returning JSON; `Tools(ws).specs()` gives each tool's `ToolSpec` (description,
+described parameters, hints), from which the MCP server (`mcp/`) and tool-calling agents
+derive their schemas. No MCP types here: the MCP face registers the table and translates
+errors once at its edge. Every method raises only `ShadowError` subclasses for bad input.
 
 Caveats: quick-fix ids live in this object's memory (the fixes of each branch's last lints),
 so they are valid for the server that offered them and for the version they were offered
@@ -20,12 +20,25 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..errors import ArgumentError, NotFound, PathError, ShadowError, StagingError
+from ..errors import ArgumentError, NotFound, PathError, ServerError, ShadowError, StagingError
 from ..lsp import Fix
 from ..paths import RelPath, is_within, rel
+from ..run.result import DEFAULT_OUTPUT_CAP
+from ..text.content import MAX_TEXT_BYTES
 from . import shapes
+from .toolspec import READS, STAGES, Hints, ToolSpec, spec_of, tool
 
 T = TypeVar("T")
+
+# What a model must know of the parameters many tools share.
+BRANCH = "the branch's name, as create_branch made it (list_branches lists them)"
+PATH = "a path relative to the project's root, '/'-separated, e.g. 'pkg/mod.py'"
+LINE = "the line, 1-based"
+COLUMN = "the column, 1-based, in characters (a tab counts one)"
+RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
+OUTPUT_CAP = DEFAULT_OUTPUT_CAP  # the run's own cap (bytes per stream it keeps)
+LINT_ONLY = frozenset({"ruff"})  # built-in servers that answer no navigation at all
+WRITES_FOLDER = Hints(read_only=False, destructive=True)  # the user's own files
 
 TOOL_NAMES = (
     "list_branches", "create_branch", "read_file", "list_files", "write_file",
@@ -47,20 +60,42 @@ class Tools:
         self._fixes: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, Fix]]] = (
             weakref.WeakKeyDictionary())  # fmt: skip
 
+    def names(self) -> tuple[str, ...]:
+        """The tools this table offers: `accept` only when it is allowed."""
+        return tuple(n for n in TOOL_NAMES if n != "accept" or self.allow_accept)
+
+    def withheld(self, name: str) -> str:
+        """Why a tool of TOOL_NAMES is not offered."""
+        return (
+            f"{name} is not offered: this server was started without --allow-accept; "
+            "show the user the branch's diff (the diff tool) and let them accept it"
+        )
+
     def table(self) -> dict[str, Callable[..., Mapping[str, Any]]]:
-        return {name: getattr(self, name) for name in TOOL_NAMES}
+        return {name: getattr(self, name) for name in self.names()}
+
+    def specs(self) -> list[ToolSpec]:
+        """Each offered tool's description, described parameters and hints."""
+        return [spec_of(getattr(self, name)) for name in self.names()]
 
     # -- branches ---------------------------------------------------------------------------
 
+    @tool(READS)
     def list_branches(self) -> shapes.Branches:
         """Every open branch: its name, current version, last edit and the files it touched."""
         return {"branches": [shapes.branch(b) for b in self.workspace.branches.values()]}
 
+    @tool(STAGES, name="a new branch's name, e.g. 'fix-parser'")
     def create_branch(self, name: str) -> shapes.Created:
-        """Fork a new branch from the user's current files (nothing is copied)."""
+        """Fork a new branch from the user's current files (nothing is copied). Stage edits
+        on it, then lint, navigate and run it; the user's folder never changes."""
+        if name in self.workspace.branches:
+            raise ArgumentError(f"branch {name!r} exists; stage on it, or drop_branch it "
+                                "first to start over")  # fmt: skip
         created = self.workspace.branch(name)
         return {"branch": created.name, "version": created.version}
 
+    @tool(Hints(read_only=False, destructive=True), branch=BRANCH)
     def drop_branch(self, branch: str) -> shapes.Dropped:
         """Forget a branch (its versions and run scratch). The user's folder is untouched."""
         self._branch(branch).drop()
@@ -68,12 +103,18 @@ class Tools:
 
     # -- reading ------------------------------------------------------------------------------
 
+    @tool(READS, branch=BRANCH, path=PATH)
     def read_file(self, branch: str, path: str) -> shapes.FileText:
         """The text of `path` in the branch's current version (staged, or the user's file)."""
         chosen = self._branch(branch)
         version, content = stable(chosen, lambda: chosen.read(path))
         return {"branch": branch, "version": version, "path": rel(path), "content": content}
 
+    @tool(
+        READS,
+        branch=BRANCH,
+        path="a folder relative to the project's root, e.g. 'pkg'; '' (default) is the root",
+    )
     def list_files(self, branch: str, path: str = "") -> shapes.Listing:
         """The entries of folder `path` ('' is the project root) in the branch's current
         version: each {name, path, kind} with kind 'file', 'dir' or 'symlink'."""
@@ -89,28 +130,47 @@ class Tools:
 
     # -- staging -------------------------------------------------------------------------------
 
+    @tool(
+        STAGES,
+        branch=BRANCH,
+        path=PATH,
+        content=f"the file's full new text (at most {MAX_TEXT_BYTES // 2**20} MiB as UTF-8)",
+    )
     def write_file(self, branch: str, path: str, content: str) -> shapes.Staged:
         """Stage the full text of a file (created if new): a new version of the branch."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.write(path, content))
 
+    @tool(STAGES, branch=BRANCH, path=PATH,
+          old="the exact text to replace, with enough context to occur exactly once",
+          new="the text to put in its place")  # fmt: skip
     def replace_in_file(self, branch: str, path: str, old: str, new: str) -> shapes.Staged:
         """Replace the one exact occurrence of `old` in `path` by `new`; refused when `old`
         occurs zero or several times (give more context)."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.replace(path, old, new))
 
+    @tool(STAGES, branch=BRANCH,
+          patch="a unified diff (git diff or diff -u), paths relative to the project's root "
+          "(a/ b/ prefixes are fine)")  # fmt: skip
     def apply_patch(self, branch: str, patch: str) -> shapes.Staged:
         """Apply a unified diff (one or more files; '--- /dev/null' creates, '+++ /dev/null'
         deletes); all files or none."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.apply_patch(patch))
 
+    @tool(STAGES, branch=BRANCH, path=PATH)
     def delete_file(self, branch: str, path: str) -> shapes.Staged:
-        """Stage the deletion of a file."""
+        """Stage the deletion of a file: a new version of the branch without it (the user's
+        own file stays)."""
         chosen = self._branch(branch)
         return self._staged(chosen, chosen.delete(path))
 
+    @tool(
+        STAGES,
+        branch=BRANCH,
+        fix="a fix id from a lint row's 'fixes' (e.g. '3.1'), from the branch's last lint",
+    )
     def apply_fix(self, branch: str, fix: str) -> shapes.FixApplied:
         """Apply a quick fix by the id a lint row offered (e.g. '3.1'); valid while the
         branch is still at the version that was linted."""
@@ -128,6 +188,11 @@ class Tools:
 
     # -- lints and navigation ---------------------------------------------------------------------
 
+    @tool(READS, branch=BRANCH,
+          paths="files to lint (default: every file the branch staged)",
+          new_only="only the lints the branch introduced (not already in the user's files)",
+          servers="only these of the server's language servers, by name (e.g. 'ruff', "
+          "'pyright', 'jedi-language-server'; default: all it runs)")  # fmt: skip
     def lint(self, branch: str, paths: list[str] | None = None, new_only: bool = False,
              servers: list[str] | None = None) -> shapes.Lints:  # fmt: skip
         """Lints of the branch's current version, final for exactly that version (default
@@ -139,30 +204,38 @@ class Tools:
         ids = self._offer(chosen, version, list(table["fixes"]))
         return {"branch": branch, "version": version, "lints": shapes.lint_rows(table, ids)}
 
+    @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def definition(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Where the symbol at path:line:column (1-based) is defined, in the branch's version."""
-        chosen = self._branch(branch)
+        chosen = self._navigable(branch, "definition")
         version, found = stable(chosen, lambda: chosen.definition(path, line, column))
         return {"branch": branch, "version": version, "locations": found}
 
+    @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def references(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Every reference to the symbol at path:line:column (1-based)."""
-        chosen = self._branch(branch)
+        chosen = self._navigable(branch, "references")
         version, found = stable(chosen, lambda: chosen.references(path, line, column))
         return {"branch": branch, "version": version, "locations": found}
 
+    @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def hover(self, branch: str, path: str, line: int, column: int) -> shapes.HoverAnswer:
-        """The hover text (type, docs) at path:line:column (1-based), or null."""
-        chosen = self._branch(branch)
+        """The hover text (type, docs) at path:line:column (1-based); null where the
+        language servers have nothing to show there."""
+        chosen = self._navigable(branch, "hover")
         version, found = stable(chosen, lambda: chosen.hover(path, line, column))
         return {"branch": branch, "version": version, "hover": found}
 
+    @tool(READS, branch=BRANCH,
+          path=f"{PATH}: that file's symbols (give path or query, not both)",
+          query="a name or part of one: matching symbols across the project (as the "
+          "user's folder has them), instead of path")  # fmt: skip
     def symbols(
         self, branch: str, path: str | None = None, query: str | None = None
     ) -> shapes.Symbols:
         """Document symbols of `path` in the branch's version, or (with `query` instead) the
         workspace symbols matching the query, as the user's folder shows them."""
-        chosen = self._branch(branch)
+        chosen = self._navigable(branch, "symbols")
         if (path is None) == (query is None):
             raise ArgumentError("symbols: give either path (document symbols) or query "
                              "(workspace symbols)")  # fmt: skip
@@ -174,23 +247,36 @@ class Tools:
 
     # -- runs, diff, merge, accept -------------------------------------------------------------
 
+    @tool(
+        Hints(read_only=False, open_world=True),
+        branch=BRANCH,
+        command="a shell command (bash -c), run at the project's root",
+        timeout="seconds before the run is killed (then timed_out is true and exit_code null)",
+        network="let the run reach the network (default: offline)",
+        keep="stage what the run wrote under the project as the branch's next version",
+        max_output="characters of each stream (stdout, stderr) to return, half from the "
+        f"start and half from the end (default {RUN_OUTPUT}, at most {OUTPUT_CAP})",
+    )
     def run(self, branch: str, command: str, timeout: float = 60, network: bool = False,
-            keep: bool = False) -> shapes.Ran:  # fmt: skip
+            keep: bool = False, max_output: int = RUN_OUTPUT, *,
+            cancel: threading.Event | None = None) -> shapes.Ran:  # fmt: skip
         """Run a shell command in the shadow at the branch's version (sandboxed, offline
         unless network). With keep, what it wrote under the project (less .gitignore'd files
-        and caches) becomes the branch's next version; otherwise it stays in its scratch."""
+        and caches) becomes the branch's next version; otherwise it stays in its scratch.
+        A run that times out answers like any other, with timed_out true and its output."""
         chosen = self._branch(branch)
         if not command.strip():
             raise ArgumentError("command: give a shell command to run")
         if timeout <= 0:
             raise ArgumentError(f"timeout={timeout}: give a positive number of seconds")
-        result = chosen.run(command, timeout=timeout, network=network, keep=keep)
-        if result.timed_out:
-            output = _tail(result.stdout + result.stderr)
-            raise ShadowError(f"run {command!r} timed out after {timeout} s and was killed; "
-                              f"output so far: {output!r}")  # fmt: skip
-        return {"branch": branch, "version": chosen.version, "result": shapes.run(result)}
+        if not 0 < max_output <= OUTPUT_CAP:
+            raise ArgumentError(f"max_output={max_output}: give 1 to {OUTPUT_CAP} characters")
+        result = chosen.run(command, timeout=timeout, network=network, keep=keep,
+                            cancel=cancel or threading.Event())  # fmt: skip
+        return {"branch": branch, "version": chosen.version,
+                "result": shapes.run(result, max_output)}  # fmt: skip
 
+    @tool(READS, branch=BRANCH)
     def diff(self, branch: str) -> shapes.DiffAnswer:
         """The branch's edits against its base as a unified diff (git style)."""
         chosen = self._branch(branch)
@@ -199,6 +285,8 @@ class Tools:
         )
         return {"branch": branch, "version": version, "paths": changed, "diff": text}
 
+    @tool(Hints(read_only=False), a=BRANCH, b="the other branch's name",
+          name="the new branch's name (default: 'merge-A-B')")  # fmt: skip
     def merge_check(self, a: str, b: str, name: str | None = None) -> shapes.Merged:
         """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
         a and b over their common base, with the paths that conflicted (they hold a's text);
@@ -207,12 +295,12 @@ class Tools:
         return {"branch": merged.name, "version": merged.version,
                 "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip
 
+    @tool(WRITES_FOLDER, branch=BRANCH)
     def accept(self, branch: str) -> shapes.AcceptedAnswer:
         """Write the branch's edits into the user's folder (only when the server was started
         with --allow-accept); refused with the paths when the user changed them meanwhile."""
         if not self.allow_accept:
-            raise ShadowError("accept is disabled: this server was started without "
-                              "--allow-accept; show the user diff(branch) to accept")  # fmt: skip
+            raise ShadowError(self.withheld("accept"))
         done = self._branch(branch).accept()
         return {"branch": branch, "written": list(done.written), "deleted": list(done.deleted),
                 "merged": list(done.merged)}  # fmt: skip
@@ -226,6 +314,18 @@ class Tools:
             raise NotFound(f"branch {name!r} does not exist (branches: {known}); "
                            "create it with create_branch")  # fmt: skip
         return found
+
+    def _navigable(self, name: str, tool: str) -> Any:
+        """The branch, once some language server of the workspace navigates code: ruff alone
+        would answer nothing, silently."""
+        servers = [server_name(s) for s in self.workspace.servers]
+        if servers and all(s in LINT_ONLY for s in servers):
+            raise ServerError(
+                f"{tool}: the workspace's language servers ({', '.join(servers)}) only lint; "
+                f"serve it with one that navigates, e.g. shadowkernel mcp SRC --servers "
+                f"{' '.join(servers)} jedi-language-server (or pyright, basedpyright, pylsp)"
+            )
+        return self._branch(name)
 
     def _staged(self, chosen: Any, version: int) -> shapes.Staged:
         by_number = {v.number: v for v in chosen.versions}
@@ -247,6 +347,13 @@ class Tools:
                     known[fix_id] = (version, value)
                     ids.setdefault(row, []).append(fix_id)
             return ids
+
+
+def server_name(server: Any) -> str:
+    """A workspace's server as named: a built-in's name, a ServerSpec, a jupyter-lsp dict."""
+    if isinstance(server, Mapping):
+        return str(server.get("name"))
+    return str(getattr(server, "name", server))
 
 
 def stable(branch: Any, ask: Callable[[], T], tries: int = 5) -> tuple[int, T]:
@@ -304,7 +411,3 @@ def entries(
             kinds[name] = "file"
     prefix = f"{folder}/" if folder else ""
     return [{"name": n, "path": prefix + n, "kind": kinds[n]} for n in sorted(kinds)]
-
-
-def _tail(text: str, limit: int = 2000) -> str:
-    return text if len(text) <= limit else "..." + text[-limit:]

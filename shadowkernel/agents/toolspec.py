@@ -1,0 +1,140 @@
+"""What a tool is, for a model: its name, description, parameters' JSON schema and hints.
+
+A method of the tool table becomes a tool with `@tool(hints, param="description", ...)`;
+`spec_of(method)` reads it back as a `ToolSpec` (the signature gives the types and defaults,
+the docstring the description). Every parameter the model fills must be described, or the
+table does not import. Keyword-only parameters are the host's (a cancel event, a progress
+callback): they never reach a schema. Pure: no MCP types, no I/O; the MCP server and a
+tool-calling agent (OpenAI, Anthropic) derive their schemas from the same `ToolSpec`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+REQUIRED = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Hints:
+    """MCP's tool annotations: what a host may assume before it calls (hosts ask the user
+    before a tool that is not read-only, and warn about a destructive one)."""
+
+    read_only: bool
+    destructive: bool = False  # may undo or overwrite what is there (only with read_only False)
+    idempotent: bool = False  # calling twice with the same arguments changes nothing more
+    open_world: bool = False  # reaches beyond the workspace (the network)
+
+    def as_mcp(self) -> dict[str, bool]:
+        return {"readOnlyHint": self.read_only, "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent, "openWorldHint": self.open_world}  # fmt: skip
+
+
+READS = Hints(read_only=True, idempotent=True)
+STAGES = Hints(read_only=False)  # a new version; earlier ones stay (nothing is lost)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    annotation: Any  # the Python type, resolved
+    description: str
+    default: Any = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def schema(self) -> dict[str, Any]:
+        found = {**json_schema(self.annotation), "description": self.description}
+        if not self.required:
+            found["default"] = self.default
+        return found
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    hints: Hints
+    result: Any  # the result's type (a TypedDict): the output schema
+    host: tuple[str, ...]  # keyword-only parameters the host may pass (cancel, progress)
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (draft 2020-12, as MCP and both APIs take)."""
+        return {
+            "type": "object",
+            "properties": {p.name: p.schema() for p in self.params},
+            "required": [p.name for p in self.params if p.required],
+            "additionalProperties": False,
+        }
+
+    def openai(self) -> dict[str, Any]:
+        """The tool as OpenAI's chat completions API takes it in `tools`."""
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": self.input_schema()}}  # fmt: skip
+
+    def anthropic(self) -> dict[str, Any]:
+        """The tool as Anthropic's messages API takes it in `tools`."""
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.input_schema()}  # fmt: skip
+
+
+def tool(hints: Hints, **described: str) -> Callable[[F], F]:
+    """Mark a method as a tool with its hints and a description of each parameter."""
+
+    def mark(method: F) -> F:
+        method.__tool__ = (hints, described)  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
+def spec_of(method: Callable[..., Any], name: str | None = None) -> ToolSpec:
+    """The ToolSpec of a `@tool` method (bound or not)."""
+    hints, described = method.__tool__  # type: ignore[attr-defined]
+    name = name or method.__name__
+    types_of = typing.get_type_hints(method)
+    signature = inspect.signature(method)
+    params, host = [], []
+    for p in signature.parameters.values():
+        if p.name == "self":
+            continue
+        if p.kind is p.KEYWORD_ONLY:
+            host.append(p.name)
+            continue
+        if p.name not in described:
+            raise TypeError(f"tool {name}: parameter {p.name!r} has no description")
+        params.append(Param(p.name, types_of[p.name], described[p.name], p.default))
+    unknown = set(described) - {p.name for p in params}
+    if unknown:
+        raise TypeError(f"tool {name}: describes no such parameter {sorted(unknown)}")
+    description = inspect.cleandoc(method.__doc__ or "")
+    if not description:
+        raise TypeError(f"tool {name}: no description (docstring)")
+    return ToolSpec(name, " ".join(description.split()), tuple(params), hints,
+                    types_of.get("return"), tuple(host))  # fmt: skip
+
+
+def json_schema(annotation: Any) -> dict[str, Any]:
+    """The JSON schema of the few types tool parameters use."""
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    if annotation in simple:
+        return {"type": simple[annotation]}
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        return {"anyOf": [json_schema(inner), {"type": "null"}]}
+    if origin is list:
+        return {"type": "array", "items": json_schema(args[0])}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    raise TypeError(f"no JSON schema for parameter type {annotation!r}")

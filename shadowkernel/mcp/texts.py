@@ -1,0 +1,56 @@
+"""What a model reads in a tool result's text block and in a tool error (pure text).
+
+Hosts that read only the text block still need the answer, so most tools' text is their
+JSON (compact); a run's is a short summary with its output's tail, since its structured
+result already carries the (capped) output and repeating it doubles the result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+TEXT_TAIL = 2000  # characters of each stream a run's summary repeats
+
+
+def one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def argument_error(tool: str, error: Any) -> str:
+    """A pydantic ValidationError as one sentence naming the (first) argument."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "arguments"
+    if first["type"] == "missing":
+        return f"{tool}: argument {where!r} is required"
+    given = first.get("input")
+    shown = "" if isinstance(given, Mapping) else f" (got {json.dumps(given)[:60]})"
+    return f"{tool}: argument {where!r}: {first['msg'].rstrip('.').lower()}{shown}"
+
+
+def summary(tool: str, result: Mapping[str, Any]) -> str:
+    if tool == "run":
+        return run_summary(result)
+    return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+
+
+def run_summary(answer: Mapping[str, Any]) -> str:
+    result = answer["result"]
+    if result["timed_out"]:
+        status = f"timed out after {result['duration']:.1f} s and was killed"
+    elif result["cancelled"]:
+        status = "was cancelled"
+    else:
+        status = f"exited {result['exit_code']} after {result['duration']:.1f} s"
+    lines = [f"run on {answer['branch']} (now version {answer['version']}) {status}"]
+    for stream in ("stdout", "stderr"):
+        text, total = result[stream], result[f"{stream}_bytes"]
+        if text:
+            tail = text if len(text) <= TEXT_TAIL else "..." + text[-TEXT_TAIL:]
+            lines.append(f"{stream} ({total} bytes, last {min(len(text), TEXT_TAIL)} "
+                         f"characters):\n{tail}")  # fmt: skip
+    if result["written"]:
+        lines.append(f"wrote: {', '.join(result['written'][:20])}")
+    lines.extend(result["notes"])
+    return "\n".join(lines)

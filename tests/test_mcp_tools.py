@@ -1,0 +1,92 @@
+"""The tool table's specs (agents/tools.py), directly: what a model reads about each tool.
+
+The MCP server and tool-calling agents derive their schemas from these specs, so every tool
+and every parameter must be described, and every tool carries MCP's hints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shadowkernel.agents.tools import TOOL_NAMES, Tools
+from shadowkernel.agents.toolspec import READS, Hints, json_schema, spec_of, tool
+
+
+class NoWorkspace:
+    branches: dict[str, Any] = {}
+
+
+def test_every_tool_and_parameter_is_described_and_hinted() -> None:
+    specs = Tools(NoWorkspace(), allow_accept=True).specs()
+    assert tuple(s.name for s in specs) == TOOL_NAMES
+    for spec in specs:
+        assert len(spec.description) > 30, spec.name
+        schema = spec.input_schema()
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        for name, prop in schema["properties"].items():
+            assert len(prop["description"]) > 10, (spec.name, name)
+        assert set(spec.hints.as_mcp()) == {"readOnlyHint", "destructiveHint",
+                                            "idempotentHint", "openWorldHint"}  # fmt: skip
+    by_name = {s.name: s for s in specs}
+    assert by_name["read_file"].hints.read_only and by_name["lint"].hints.idempotent
+    assert by_name["accept"].hints.destructive and not by_name["accept"].hints.read_only
+    assert not by_name["write_file"].hints.read_only
+    assert by_name["run"].host == ("cancel",)  # the host's, never the model's
+    assert "cancel" not in by_name["run"].input_schema()["properties"]
+
+
+def test_accept_is_offered_only_when_allowed() -> None:
+    assert "accept" not in Tools(NoWorkspace()).names()
+    assert "accept" not in [s.name for s in Tools(NoWorkspace()).specs()]
+    assert "--allow-accept" in Tools(NoWorkspace()).withheld("accept")
+
+
+def test_schemas_say_what_models_need() -> None:
+    specs = {s.name: s for s in Tools(NoWorkspace()).specs()}
+    lint = specs["lint"].input_schema()
+    assert lint["required"] == ["branch"]
+    assert lint["properties"]["servers"]["anyOf"][0] == {"type": "array",
+                                                         "items": {"type": "string"}}  # fmt: skip
+    assert "'ruff'" in lint["properties"]["servers"]["description"]
+    assert lint["properties"]["new_only"]["default"] is False
+    symbols = specs["symbols"].input_schema()["properties"]
+    assert "query" in symbols["path"]["description"] and "path" in symbols["query"]["description"]
+    assert "1-based" in specs["definition"].input_schema()["properties"]["line"]["description"]
+    assert "seconds" in specs["run"].input_schema()["properties"]["timeout"]["description"]
+
+
+def test_openai_and_anthropic_forms() -> None:
+    spec = {s.name: s for s in Tools(NoWorkspace()).specs()}["read_file"]
+    assert spec.openai() == {"type": "function", "function": {
+        "name": "read_file", "description": spec.description,
+        "parameters": spec.input_schema()}}  # fmt: skip
+    assert spec.anthropic() == {"name": "read_file", "description": spec.description,
+                                "input_schema": spec.input_schema()}  # fmt: skip
+
+
+def test_a_tool_without_descriptions_is_refused() -> None:
+    @tool(READS)
+    def undescribed(self: object, branch: str) -> dict[str, Any]:
+        """A tool whose parameter nobody described for a model."""
+        return {}
+
+    with pytest.raises(TypeError, match="'branch' has no description"):
+        spec_of(undescribed)
+
+    @tool(Hints(read_only=True), brnach="a typo")
+    def typo(self: object) -> dict[str, Any]:
+        """A tool that describes a parameter it does not have."""
+        return {}
+
+    with pytest.raises(TypeError, match="brnach"):
+        spec_of(typo)
+
+
+def test_parameter_types_as_json_schema() -> None:
+    assert json_schema(float) == {"type": "number"}
+    assert json_schema(list[str] | None) == {
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}  # fmt: skip
+    with pytest.raises(TypeError):
+        json_schema(dict)
