@@ -242,6 +242,9 @@ def baseline(ws: Any, env: Environment, command: Command, sources: list[str], ti
         result, data = run_tests(branch, env, list(command.paths), timeout, coverage=sources)
     finally:
         branch.drop()
+    if result.timed_out:
+        raise ArgumentError(f"test_command: the first run of the tests (under coverage) took "
+                            f"longer than timeout={timeout} s; give a larger timeout")  # fmt: skip
     if "coverage" not in data:
         raise ArgumentError(f"test_command: the first run of the tests did not finish (exit "
                             f"{result.exit_code}); is pytest (and coverage, for the per-test "
