@@ -17,6 +17,7 @@ how a request is built, a response read, tool results appended); every request g
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -94,6 +95,10 @@ class Session:
         by_name = {spec.name: spec for spec in self.table.specs()}
         return [bound_spec(by_name[n]) for n in names if n in by_name] + [FINISH]
 
+    @functools.cached_property
+    def offered(self) -> frozenset[str]:
+        return frozenset(s["name"] for s in self.specs())
+
     def call(self, name: str, arguments: str | dict[str, Any]) -> tuple[str, bool]:
         """(the tool result as JSON text, whether it is an error)."""
         self.shown = []
@@ -110,9 +115,9 @@ class Session:
         if name == "finish":
             self.finished = True
             return {"finished": True}
-        offered = {s["name"] for s in self.specs()}
-        if name not in offered:
-            raise ArgumentError(f"no tool {name!r}; the tools are {', '.join(sorted(offered))}")
+        if name not in self.offered:
+            raise ArgumentError(f"no tool {name!r}; the tools are "
+                                f"{', '.join(sorted(self.offered))}")  # fmt: skip
         if name == "lint":
             return self._lint(args)
         method = getattr(self.table, name)

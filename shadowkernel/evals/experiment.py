@@ -220,9 +220,13 @@ def experiment(
 ) -> pd.DataFrame:
     """Run `agent` on every task x condition x seed of `suite` (default: the built-in suite).
 
-    `agent`: a callable from an Observation to edits, or "simulated" (a SimulatedAgent over
-    the suite); `suite`: a Suite, "builtin" or a suite folder; `conditions`: names from
-    CONDITIONS or Conditions. Bad arguments raise ArgumentError naming them. `seeds`: a count
+    `agent`: a callable from an Observation to edits, "simulated" (a SimulatedAgent over
+    the suite), or a tool-calling agent (`OpenAIToolAgent`, `AnthropicToolAgent`,
+    `CommandAgent`: it acts on its branch itself, for up to its own `max_turns` requests
+    rather than `budget` turns); `suite`: a Suite, "builtin" or a suite folder;
+    `conditions`: names from CONDITIONS or Conditions (default: those of the agent's kind;
+    feedback modes such as "on-edit:codes" for tool-calling agents). Bad arguments raise
+    ArgumentError naming them. `seeds`: a count
     (0..n-1) or the seeds themselves. `workers`: None runs in this process
     (`concurrency` cells at a time on one Workspace with `lanes` shadows, or on `workspace`);
     "local" or a Ray address fans out to `n_workers` Ray actors, each with its own Workspace.
