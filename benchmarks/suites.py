@@ -55,9 +55,8 @@ LIBRARIES = (
     # less its prime sieves' tests: test_primes alone is most of the suite's 40 s of CPU
     Library("more-itertools", "11.2.1", "python -m pytest tests -k 'not PrimeFunctionTests'", 300),
     # its conftest.py predates pytest 8's hook signature (and only skips Python 2 files)
-    Library("boltons", "24.1.0", "python -m pytest tests --noconftest", 250),
+    Library("boltons", "24.1.0", "python -m pytest tests --noconftest", 330),
     Library("toolz", "1.0.0", "python -m pytest toolz/tests", 150),
-    Library("tabulate", "0.9.0", "python -m pytest test", 80),
     Library("six", "1.16.0", "python -m pytest test_six.py", 60),
     Library("parse", "1.20.2", "python -m pytest tests", 60),
     Library("jmespath", "1.0.1", "python -m pytest tests", 50),
