@@ -135,7 +135,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         transports.serve_stdio(open_workspace, args.allow_accept)
         return 0
     host, port = transports.parse_address(args.http)
-    with open_workspace() as ws:
+    ws = open_workspace()
+    try:
         server = transports.HttpServer(Tools(ws, args.allow_accept), host, port, args.token_file)
         if not transports.is_loopback(host):
             print(f"shadowkernel mcp: listening on {host}, beyond this machine; the token is "
@@ -144,6 +145,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
               f"token (shown once; also in {server.token_file}, mode 0600): {server.token}",
               flush=True)  # fmt: skip
         server.serve_forever()
+    finally:
+        with transports.stop_signals_ignored():
+            ws.close()
     return 0
 
 

@@ -147,3 +147,13 @@ def test_stable_answers_name_the_version_they_were_given_at() -> None:
 
     with pytest.raises(ShadowError, match="kept changing"):
         stable(always, moving)
+
+
+def test_mcp_help_describes_the_server(capsys: pytest.CaptureFixture[str]) -> None:
+    from shadowkernel.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["mcp", "--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert "Serve SRC to MCP clients" in shown and "SIGTERM" in shown and "8 MiB" in shown

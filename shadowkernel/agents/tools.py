@@ -199,6 +199,11 @@ class Tools:
         paths: the files it staged). Each row has its version, 1-based positions, `new`
         (the branch introduced it) and quick fixes as {id, title} for apply_fix."""
         chosen = self._branch(branch)
+        running = [server_name(s) for s in self.workspace.servers]
+        unknown = [s for s in servers or () if s not in running]
+        if unknown:
+            raise NotFound(f"servers: {', '.join(map(repr, unknown))} not among this "
+                           f"workspace's language servers ({', '.join(running)})")  # fmt: skip
         table = chosen.lint(paths, new_only, servers=servers)
         version = int(table.attrs["version"])
         ids = self._offer(chosen, version, list(table["fixes"]))

@@ -8,7 +8,13 @@ cancel event, which kills a run and frees its place in the queue. Errors the cal
 (`ShadowError`, bad arguments) become tool errors (`isError`) with a one-line message;
 anything else is a bug, logged with its traceback and answered with the SDK's generic tool
 failure. Either way the server stays up. A middleware tags every request with the client's
-name (from its `initialize`), so the workspace's timeline records which agent asked.
+name (from its `initialize`), so the workspace's timeline records which agent asked. A long
+call sends progress (elapsed seconds) when the client gave a progressToken; the package's
+warnings during a call go to its client as log messages.
+
+Not used, on purpose: tasks (2025-11-25 only, an extension since; a run is bounded by its
+timeout, cancellable and reports progress, and hosts do not poll tasks) and resources (hosts
+show them to the user, not to the agent that made the branch; the diff tool answers it).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from mcp.types import (
     ToolAnnotations,
 )
 from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 
 from ..agents.tools import TOOL_NAMES, Tools
 from ..agents.toolspec import ToolSpec
@@ -111,8 +118,9 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
             raise ToolError(texts.one_line(error))
         if error is not None:  # a bug: the SDK logs it and answers a generic failure
             raise error
-        text = TextContent(type="text", text=texts.summary(spec.name, result))
-        return CallToolResult(content=[text], structured_content=result)
+        structured = to_jsonable_python(result)  # the API's dataclasses (locations...) as JSON
+        text = TextContent(type="text", text=texts.summary(spec.name, structured))
+        return CallToolResult(content=[text], structured_content=structured)
 
     call.__signature__ = signature(spec)  # type: ignore[attr-defined]
     tool = Tool.from_function(call, name=spec.name, description=spec.description,

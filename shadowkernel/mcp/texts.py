@@ -2,7 +2,8 @@
 
 Hosts that read only the text block still need the answer, so most tools' text is their
 JSON (compact); a run's is a short summary with its output's tail, since its structured
-result already carries the (capped) output and repeating it doubles the result.
+result already carries the (capped) output and repeating it doubles the result; read_file's
+is the file's text as it is.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def argument_error(tool: str, error: Any) -> str:
 def summary(tool: str, result: Mapping[str, Any]) -> str:
     if tool == "run":
         return run_summary(result)
+    if tool == "read_file":  # the text itself, not escaped again in JSON
+        return result["content"]
     return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
 
 

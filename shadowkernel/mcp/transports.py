@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 import uvicorn
+from mcp.server.stdio import stdio_server
 
 from ..agents.tools import Tools
 from ..errors import ShadowError
@@ -52,16 +53,59 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def serve_stdio(open_workspace: Callable[[], Any], allow_accept: bool = False) -> None:
-    """Open the workspace with stdio diverted, serve MCP on stdin/stdout until EOF, close."""
+    """Serve MCP on stdin/stdout until EOF or a stop signal, then close the workspace. While
+    it serves, fd 0 and 1 are diverted (a stray print never reaches the wire)."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    workspace = None
     with diverted_stdio():
-        workspace = open_workspace()
-    try:
-        with _stopping_as_interrupt():
-            anyio.run(build_server(Tools(workspace, allow_accept)).run_stdio_async)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        workspace.close()
+        try:
+            with _stopping_as_interrupt():
+                workspace = open_workspace()  # stopped meanwhile: what started dies with us
+                server = build_server(Tools(workspace, allow_accept))
+                anyio.run(_serve_streams, server, StdinLines(wire_in), wire_out)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            os.close(wire_in)
+            if workspace is not None:
+                with stop_signals_ignored():  # clients send SIGTERM if we take a while
+                    workspace.close()
+
+
+async def _serve_streams(server: Any, lines: StdinLines, wire_out: int) -> None:
+    out = anyio.wrap_file(os.fdopen(wire_out, "w", encoding="utf-8"))
+    low = server._lowlevel_server  # noqa: SLF001 - MCPServer serves only the process's own stdio
+    async with stdio_server(lines, out) as (read, write):  # type: ignore[arg-type]
+        await low.run(read, write, low.create_initialization_options())
+
+
+class StdinLines:
+    """The lines of a pipe, read on the event loop: a stop signal then cancels the read at
+    once (the SDK reads stdin on a worker thread, which waits until the client writes)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+        os.set_blocking(fd, False)
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while (end := self._buffer.find(b"\n")) < 0:
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                if not self._buffer:
+                    raise StopAsyncIteration
+                chunk = b"\n"  # a last line without its newline
+            self._buffer += chunk
+        line = bytes(self._buffer[: end + 1])
+        del self._buffer[: end + 1]
+        return line.decode("utf-8", errors="replace")
 
 
 @contextlib.contextmanager
@@ -85,8 +129,13 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
+def stop_signals_ignored() -> contextlib.AbstractContextManager[None]:
+    """While the workspace closes: a second stop signal must not cut its cleanup short."""
+    return _stopping_as_interrupt(signal.SIG_IGN)
+
+
 @contextlib.contextmanager
-def _stopping_as_interrupt(handler: Callable[..., None] = _interrupt) -> Iterator[None]:
+def _stopping_as_interrupt(handler: Any = _interrupt) -> Iterator[None]:
     """SIGTERM and SIGHUP end the server like Ctrl-C, so the workspace closes (its servers,
     runs and mount go) and the process exits 0. Only the main thread may set handlers."""
     if threading.current_thread() is not threading.main_thread():
@@ -154,7 +203,7 @@ class BearerAuth:
             await _answer(send, 404, b'{"error": "no OAuth here: use the bearer token"}')
             return
         if scope["type"] == "http" and not self._authorized(scope):
-            await _answer(send, 401, b'{"error": "missing or wrong bearer token"}',
+            await _answer(send, 401, UNAUTHORIZED,
                           ((b"www-authenticate", b'Bearer realm="shadowkernel"'),))  # fmt: skip
             return
         await self.app(scope, receive, send)
@@ -180,12 +229,20 @@ class RefuseLarge:
 
 
 def too_large(size: int) -> bytes:
-    message = (
+    return rpc_error(
         f"request of {size} bytes is over shadowkernel's limit of {REQUEST_LIMIT} bytes "
         f"per request; staging takes at most {MAX_TEXT_BYTES} bytes of text per file"
     )
+
+
+def rpc_error(message: str) -> bytes:
+    """A JSON-RPC error body: clients show its message rather than just the HTTP status."""
     error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
     return json.dumps(error).encode()
+
+
+UNAUTHORIZED = rpc_error("missing or wrong bearer token (HTTP 401): use the token the server "
+                         "printed at start, also in its token file")  # fmt: skip
 
 
 async def _answer(send: Any, status: int, body: bytes,

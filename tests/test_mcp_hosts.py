@@ -1,0 +1,278 @@
+"""`shadowkernel mcp` as agent hosts meet it, driven by the SDK's client over real transports.
+
+Cancel and disconnects kill the run and free the queue, progress arrives, results stay
+agent-sized, the size limit is the same over stdio and HTTP, every tool is described and
+hinted, navigation answers by default, OAuth discovery is a 404, and SIGTERM or SIGHUP stop
+the server cleanly. Each test starts the real command (a real shadow, real servers,
+sandboxed runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio, text
+from overlay_helpers import needs_fuse, snapshot
+
+from shadowkernel.agents.tools import TOOL_NAMES, Tools
+from shadowkernel.mcp.transports import REQUEST_LIMIT
+
+pytestmark = [needs_fuse, pytest.mark.timeout(240)]
+
+MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
+USE = "from pkg.mod import add\n\nprint(add(2, 3))\n"
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/__init__.py").write_text("")
+    (root / "pkg/mod.py").write_text(MOD)
+    (root / "pkg/use.py").write_text(USE)
+    return root
+
+
+async def wait_until(condition: Any, bound: float = 60, what: str = "") -> None:
+    deadline = time.monotonic() + bound
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {bound} s: {what}")
+        await anyio.sleep(0.05)  # a poll interval, not a guess at how long work takes
+
+
+def sleeping(marker: str) -> list[psutil.Process]:
+    """The host's processes running `sleep <marker>` (a run's, seen from outside its sandbox)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if process.info["cmdline"] == ["sleep", marker]:
+            found.append(process)
+    return found
+
+
+def test_cancel_kills_the_run_and_frees_the_queue_and_progress_arrives(src: Path) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def noted(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async def session() -> None:
+        async with over_stdio(src) as agent:
+            await agent.call("create_branch", name="a")
+            await agent.call("create_branch", name="b")
+            async with anyio.create_task_group() as group:
+
+                async def long_run() -> None:
+                    await agent.session.call_tool("run", {"branch": "a", "command": "sleep 4517"},
+                                                  progress_callback=noted)  # fmt: skip
+
+                group.start_soon(long_run)
+                await wait_until(lambda: sleeping("4517") and progress, what="run and progress")
+                group.cancel_scope.cancel()  # the SDK sends notifications/cancelled
+            await wait_until(lambda: not sleeping("4517"), 10, "the cancelled run's processes")
+            with anyio.fail_after(40):  # below the 4517 s the cancelled run would take
+                ran = await agent.call("run", branch="b", command="echo next")
+            assert ran["result"]["stdout"] == "next\n"
+            # A client-side timeout cancels too.
+            with pytest.raises(Exception, match="(?i)tim"):  # noqa: PT011 - the SDK's type
+                await agent.session.call_tool("run", {"branch": "a", "command": "sleep 4518"},
+                                              read_timeout_seconds=3)  # fmt: skip
+            await wait_until(lambda: not sleeping("4518"), 10, "the timed-out run's processes")
+            assert (await agent.call("run", branch="a", command="echo again"))["result"]["ok"]
+
+    anyio.run(session)
+    assert all(m and m.startswith("run: running for") for _, m in progress)
+    assert [v for v, _ in progress] == sorted(v for v, _ in progress)
+
+
+def test_a_client_that_goes_away_ends_its_run(src: Path, tmp_path: Path) -> None:
+    async def leave_while_running(url: str, token: str) -> None:
+        async with over_http(url, token) as agent:
+            await agent.call("create_branch", name="a")
+            async with anyio.create_task_group() as group:
+                group.start_soon(agent.session.call_tool, "run",
+                                 {"branch": "a", "command": "sleep 4519"})  # fmt: skip
+                await wait_until(lambda: bool(sleeping("4519")), what="the run")
+                group.cancel_scope.cancel()
+        # the session and its HTTP connection are closed here, without a word
+
+    with http_server(src, tmp_path / "token") as served:
+        anyio.run(leave_while_running, served.url, served.token)
+        anyio.run(wait_until, lambda: not sleeping("4519"), 10, "the left run's processes")
+
+
+def test_runs_answer_agent_sized_results(src: Path) -> None:
+    async def session() -> None:
+        async with over_stdio(src) as agent:
+            await agent.call("create_branch", name="a")
+            command = "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo the-end"
+            raw = await agent.session.call_tool("run", {"branch": "a", "command": command})
+            size = len(raw.model_dump_json(by_alias=True))
+            assert size < 2**20, size
+            result = raw.structured_content["result"]
+            assert result["stdout_truncated"] and result["stdout_bytes"] == 50_000_009
+            assert result["stdout"].startswith("xxx") and result["stdout"].endswith("the-end\n")
+            assert len(result["stdout"]) < 17_000
+            summary = text(raw)
+            assert summary.startswith("run on a (now version 0) exited 0") and len(summary) < 3000
+            more = await agent.call("run", branch="a", command=command, max_output=100_000)
+            assert 100_000 <= len(more["result"]["stdout"]) < 100_200
+            # A timeout answers like any other run, with its fields and output.
+            late = await agent.call("run", branch="a", command="echo started; sleep 30",
+                                    timeout=1)  # fmt: skip
+            assert late["result"]["timed_out"] and late["result"]["exit_code"] is None
+            assert late["result"]["stdout"] == "started\n" and not late["result"]["ok"]
+            assert "max_output" in await agent.error("run", branch="a", command="true",
+                                                     max_output=0)  # fmt: skip
+
+    anyio.run(session)
+
+
+def test_tools_are_described_and_hinted_and_errors_are_sentences(src: Path) -> None:
+    before = snapshot(src)
+
+    async def session() -> None:
+        async with over_stdio(src) as agent:
+            info = agent.initialized.server_info
+            assert info.name == "shadowkernel" and info.version
+            assert agent.initialized.capabilities.logging is not None
+            tools = {t.name: t for t in (await agent.session.list_tools()).tools}
+            assert tuple(tools) == tuple(n for n in TOOL_NAMES if n != "accept")
+            for spec in Tools(workspace=None).specs():  # what tool-calling agents get
+                assert tools[spec.name].input_schema == spec.input_schema()
+                assert tools[spec.name].description == spec.description
+            for tool in tools.values():
+                assert tool.description and tool.output_schema, tool.name
+                hints = tool.annotations
+                assert hints is not None and None not in (
+                    hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint,
+                    hints.open_world_hint), tool.name  # fmt: skip
+                for name, prop in tool.input_schema["properties"].items():
+                    assert prop.get("description"), (tool.name, name)
+            assert tools["read_file"].annotations.read_only_hint
+            assert not tools["write_file"].annotations.read_only_hint
+            assert tools["drop_branch"].annotations.destructive_hint
+            await agent.call("create_branch", name="a")
+            cases = [
+                ("read_file", {"branch": "a"}, "read_file: argument 'path' is required"),
+                ("run", {"branch": "a", "command": "true", "timeout": "soon"},
+                 "run: argument 'timeout': "),
+                ("lint", {"branch": "a", "new_only": "maybe"}, "lint: argument 'new_only'"),
+                ("accept", {"branch": "a"}, "--allow-accept"),
+                ("create_branch", {"name": "a"}, "drop_branch it"),
+            ]  # fmt: skip
+            for tool_name, arguments, expected in cases:
+                message = await agent.error(tool_name, **arguments)
+                assert message.startswith(expected) or expected in message, message
+                assert "\n" not in message and "pydantic" not in message and "ws." not in message
+
+    anyio.run(session)
+    assert snapshot(src) == before
+
+
+def test_navigation_is_answered_by_default_and_explained_without_it(src: Path) -> None:
+    async def session() -> None:
+        async with over_stdio(src) as agent:  # no --servers: ruff and jedi-language-server
+            await agent.call("create_branch", name="a")
+            found = await agent.call("definition", branch="a", path="pkg/use.py", line=3,
+                                     column=7)  # fmt: skip
+            assert [(x["path"], x["line"]) for x in found["locations"]] == [("pkg/mod.py", 4)]
+            hover = await agent.call("hover", branch="a", path="pkg/use.py", line=3, column=7)
+            assert "add" in hover["hover"]["text"]
+            symbols = await agent.call("symbols", branch="a", query="add")
+            assert ("add", "pkg/mod.py") in {(s["name"], s["path"]) for s in symbols["symbols"]}
+        async with over_stdio(src, "--servers", "ruff") as agent:
+            await agent.call("create_branch", name="a")
+            for tool, arguments in (("definition", {"line": 3, "column": 7}),
+                                    ("hover", {"line": 3, "column": 7}), ("symbols", {})):  # fmt: skip
+                place = {"path": "pkg/use.py"} if tool != "symbols" else {"query": "add"}
+                message = await agent.error(tool, branch="a", **place, **arguments)
+                assert "jedi-language-server" in message and "only lint" in message
+
+    anyio.run(session)
+
+
+def test_the_staging_limit_holds_over_http(src: Path, tmp_path: Path) -> None:
+    six = "x = 1\n" * (6 * 2**20 // 6)  # 6 MiB, every line escaped in JSON ("\n")
+
+    async def session(url: str, token: str) -> None:
+        async with over_http(url, token) as agent:
+            await agent.call("create_branch", name="a")
+            staged = await agent.call("write_file", branch="a", path="big.py", content=six)
+            assert staged["version"] == 1
+            # Read back by a run: a 6 MiB answer is over the SDK client's own 1 MiB per event.
+            counted = await agent.call("run", branch="a", command="wc -c < big.py")
+            assert counted["result"]["stdout"] == f"{len(six)}\n"
+            nine = "#" * (9 * 2**20)
+            assert "byte limit" in await agent.error("write_file", branch="a", path="h.py",
+                                                     content=nine)  # fmt: skip
+        async with http_client(token) as http:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "write_file", "arguments": {"content": "x" * REQUEST_LIMIT}}})  # fmt: skip
+            answer = await http.post(url, content=body, headers={
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream"})  # fmt: skip
+            assert answer.status_code == 413
+            assert "limit" in answer.json()["error"]["message"]
+            for path in ("/.well-known/oauth-protected-resource/mcp",
+                         "/.well-known/oauth-authorization-server"):  # fmt: skip
+                assert (await http.get(url.replace("/mcp", path))).status_code == 404
+
+    with http_server(src, tmp_path / "token") as served:
+        anyio.run(session, served.url, served.token)
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_the_server_cleanly(
+    src: Path, tmp_path: Path, signal_number: signal.Signals
+) -> None:
+    async def busy(url: str, token: str) -> Agent:
+        async with over_http(url, token) as agent:
+            await agent.call("create_branch", name="a")
+            await agent.call("lint", branch="a", paths=["pkg/mod.py"])  # servers started
+            await agent.call("run", branch="a", command="true")
+            return agent
+
+    with http_server(src, tmp_path / "token") as served:
+        anyio.run(busy, served.url, served.token)
+        children = psutil.Process(served.process.pid).children(recursive=True)
+        assert children  # the overlay and the language servers
+        served.process.send_signal(signal_number)
+        assert served.process.wait(60) == 0
+        assert not served.token_file.exists()
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == [], alive
+    assert os.listdir(src)  # the folder is there, untouched (snapshot tests elsewhere)
+
+
+def test_sigterm_stops_a_stdio_server_cleanly(src: Path) -> None:
+    from mcp_helpers import COMMAND, ENV
+
+    process = subprocess.Popen([*COMMAND, str(src)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, env={**os.environ, **ENV})  # fmt: skip
+    assert process.stdin and process.stdout
+    try:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+        process.stdin.write(json.dumps(hello).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1  # serving, workspace open
+        children = psutil.Process(process.pid).children(recursive=True)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == [], alive
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
