@@ -15,7 +15,7 @@ from overlay_helpers import needs_fuse, snapshot
 
 import shadowkernel as sk
 from shadowkernel.evals import check, pypi
-from shadowkernel.evals.mutation_suite import budgets
+from shadowkernel.evals.mutation_runs import budgets
 
 pytestmark = [needs_fuse, pytest.mark.slow, pytest.mark.timeout(1200)]
 # Its recipes' tests, less the prime sieves' (the whole suite, 765 tests and 21,194 subtests,
