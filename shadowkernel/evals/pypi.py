@@ -84,12 +84,14 @@ def _sdist_entry(name: str, version: str) -> tuple[str, str, str]:
 
 def _download(url: str, sha256: str, target: Path) -> Path:
     """Download to a temporary name, check the digest, then rename: never a torn archive."""
-    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as part:
-        with urllib.request.urlopen(url, timeout=300) as reply:
-            digest = hashlib.sha256()
-            while chunk := reply.read(1 << 20):
-                digest.update(chunk)
-                part.write(chunk)
+    with (
+        tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as part,
+        urllib.request.urlopen(url, timeout=300) as reply,
+    ):
+        digest = hashlib.sha256()
+        while chunk := reply.read(1 << 20):
+            digest.update(chunk)
+            part.write(chunk)
     if digest.hexdigest() != sha256:
         os.unlink(part.name)
         raise NotFound(f"{url}: sha256 differs from PyPI's ({digest.hexdigest()} != {sha256})")
