@@ -51,6 +51,10 @@ _LAZY = {
     "ScriptedAgent": ".agents",
     "SimulatedAgent": ".agents",
     "OpenAIChatAgent": ".agents",
+    "OpenAIToolAgent": ".agents",
+    "AnthropicToolAgent": ".agents",
+    "CommandAgent": ".agents",
+    "tasks_needed": ".evals",
 }
 
 __all__ = [
@@ -90,6 +94,10 @@ __all__ = [
     "ScriptedAgent",
     "SimulatedAgent",
     "OpenAIChatAgent",
+    "OpenAIToolAgent",
+    "AnthropicToolAgent",
+    "CommandAgent",
+    "tasks_needed",
 ]
 
 
@@ -107,10 +115,18 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .agents import Observation, OpenAIChatAgent, ScriptedAgent, SimulatedAgent
+    from .agents import (
+        AnthropicToolAgent,
+        CommandAgent,
+        Observation,
+        OpenAIChatAgent,
+        OpenAIToolAgent,
+        ScriptedAgent,
+        SimulatedAgent,
+    )
     from .evals.experiment import experiment
     from .evals.mutation_suite import mutation_suite
-    from .evals.stats import summary
+    from .evals.stats import summary, tasks_needed
     from .evals.suite import builtin_suite, load_suite
     from .evals.swebench import swebench_suite
     from .lsp import Fix, Hover, Lint, Location, ServerSpec, Symbol

@@ -1,4 +1,5 @@
-"""notebooks/03_lint_feedback_experiment.ipynb runs top to bottom (quick subset)."""
+"""notebooks/03_lint_feedback_experiment.ipynb runs top to bottom (quick subset), its tool-calling
+section against the scripted local server it starts (labelled as such), then replayed."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def test_notebook_runs_and_labels_the_agent_simulated(tmp_path, monkeypatch):
     monkeypatch.setenv("SK_NOTEBOOK_QUICK", "1")
     monkeypatch.setenv("SK_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("SK_MODEL_BASE_URL", raising=False)
+    monkeypatch.delenv("SK_TOOL_BASE_URL", raising=False)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                 "all_proxy"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name=kernel_name(),
                    resources={"metadata": {"path": str(tmp_path)}}).execute()  # fmt: skip
@@ -38,3 +43,6 @@ def test_notebook_runs_and_labels_the_agent_simulated(tmp_path, monkeypatch):
                 in o.get("data", {})]  # fmt: skip
     assert timeline and timeline[0]["application/vnd.shadowkernel.timeline+json"]["simulated"]
     assert "skipped the real-model run" in text
+    # the tool-calling section: a scripted server, labelled so, then replayed without it
+    assert "SCRIPTED local server (not a model)" in text
+    assert "replayed 8 cells" in text and "the same rows" in text and "cost_per_solved" in text

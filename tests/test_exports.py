@@ -30,6 +30,7 @@ def test_the_public_names_are_these() -> None:
         # research
         "experiment", "summary", "builtin_suite", "load_suite", "mutation_suite",
         "swebench_suite", "Observation", "ScriptedAgent", "SimulatedAgent", "OpenAIChatAgent",
+        "OpenAIToolAgent", "AnthropicToolAgent", "CommandAgent", "tasks_needed",
     ])  # fmt: skip
 
 

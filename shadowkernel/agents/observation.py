@@ -23,6 +23,8 @@ from .templates import TEMPLATES
 
 LintScope = Literal["none", "all", "new"]
 
+MODES = ("none", "on-edit", "guard", "lint-tool")  # when tool agents see lints (feedback.py)
+FORMATS = ("codes", "messages", "fixes")  # in what form
 RUN_OUTPUT_LIMIT = 4000  # characters of the visible command's output an agent is shown
 
 
@@ -69,10 +71,17 @@ class Condition:
     run: bool = False
     fixes: bool = False  # show each lint's quick fixes with it
     template: str = "plain"  # how the prompt presents the feedback (prompt.TEMPLATES)
+    # Tool-calling agents (feedback.py): when lints reach the model, and in what form
+    feedback: str = "none"  # none | on-edit | guard | lint-tool
+    format: str = "messages"  # codes | messages | fixes
 
     def __post_init__(self) -> None:
         if self.lints not in ("none", "all", "new"):
             raise ArgumentError(f"Condition.lints={self.lints!r}: use 'none', 'all' or 'new'")
+        if self.feedback not in MODES or self.format not in FORMATS:
+            raise ArgumentError(f"Condition(feedback={self.feedback!r}, format="
+                                f"{self.format!r}): use feedback in {', '.join(MODES)} and "
+                                f"format in {', '.join(FORMATS)}")  # fmt: skip
         if self.template not in TEMPLATES:
             raise ArgumentError(f"Condition.template={self.template!r}: use one of "
                                 f"{', '.join(TEMPLATES)} (or add one to "
@@ -88,16 +97,25 @@ CONDITIONS: dict[str, Condition] = {
 }
 
 
+# Tool-calling agents' conditions: a feedback mode, optionally ":format" (default messages)
+FEEDBACK: dict[str, Condition] = {name: Condition(name, feedback=name) for name in MODES}
+
+
 def condition(value: str | Condition) -> Condition:
-    """A Condition from its name (see CONDITIONS) or itself."""
+    """A Condition from its name (see CONDITIONS and FEEDBACK; a feedback mode takes a format
+    after a colon, e.g. "on-edit:codes") or itself."""
     if isinstance(value, Condition):
         return value
-    try:
-        return CONDITIONS[value]
-    except (KeyError, TypeError):
-        raise ArgumentError(f"condition {value!r} is unknown; use one of "
-                            f"{', '.join(CONDITIONS)} or a Condition(name, lints=..., run=..., "
-                            "fixes=..., template=...)") from None  # fmt: skip
+    if isinstance(value, str):
+        mode, _, form = value.partition(":")
+        if value in CONDITIONS:
+            return CONDITIONS[value]
+        if mode in FEEDBACK and (form in FORMATS or not form):
+            return Condition(value, feedback=mode, format=form or "messages")
+    raise ArgumentError(f"condition {value!r} is unknown; use one of {', '.join(CONDITIONS)}, "
+                        f"a feedback mode for tool agents ({', '.join(FEEDBACK)}, with "
+                        "':codes', ':messages' or ':fixes'), or a Condition(name, lints=..., "
+                        "run=..., fixes=..., template=..., feedback=..., format=...)")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,15 @@ from .check import make_checker
 from .experiment import episode, experiment, reproducible, steps
 from .mutation_suite import mutation_suite
 from .plots import plot
-from .stats import Summary, bootstrap_diff, mcnemar, minimum_detectable_effect, summary
+from .stats import (
+    Summary,
+    bootstrap_diff,
+    mcnemar,
+    minimum_detectable_effect,
+    pairs_needed,
+    summary,
+    tasks_needed,
+)
 from .suite import Environment, Suite, Task, builtin_suite, load_suite, load_task
 from .swebench import load_instances, swebench_suite
 
@@ -30,9 +38,11 @@ __all__ = [
     "mcnemar",
     "minimum_detectable_effect",
     "mutation_suite",
+    "pairs_needed",
     "plot",
     "reproducible",
     "steps",
     "summary",
     "swebench_suite",
+    "tasks_needed",
 ]

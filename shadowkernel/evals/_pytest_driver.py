@@ -10,16 +10,25 @@ with the hidden tests' exit code.
     python _pytest_driver.py --spec JSON                 test ids (mutation, SWE-bench tasks)
 
 The spec is {"hidden": [ids], "visible": [ids], "options": [pytest args], "outcomes": bool,
-"coverage": [include patterns] or null}. With "outcomes" the JSON line also carries each
-test's outcome ("passed", "failed", "error", "skipped", or "missing" when it was not found)
-and the report of each failure; with "coverage" it carries, per measured file, the lines
-each test executed (`switch_context` per test: lines run at import or collection time belong
-to the context "").
+"coverage": [include patterns] or null, "budgets": {id: CPU seconds} or null, "budget":
+CPU seconds for tests the mapping does not name, "durations": bool}. With "outcomes" the
+JSON line also carries each test's outcome ("passed", "failed", "error", "skipped",
+"timeout", or "missing" when it was not found) and the report of each failure; with
+"coverage" it carries, per measured file, the lines each test executed (`switch_context` per
+test: lines run at import or collection time belong to the context ""); with "durations" the
+CPU seconds each test took (setup to teardown).
+
+A test's budget is CPU time of this process (`ITIMER_PROF`), not wall time: a test that
+loops is stopped the same way on an idle machine and on a loaded one, so its outcome
+("timeout") does not depend on the load. A loop inside C code that never returns to the
+interpreter is not interrupted by it; the run's wall-clock limit stops that one.
 """
 
 import json
 import os
+import signal
 import sys
+import time
 
 VISIBLE = "@@shadowkernel-visible@@"
 HIDDEN = "@@shadowkernel-hidden@@"
@@ -27,14 +36,31 @@ RESULT = "@@shadowkernel-result@@ "
 REPORT_LIMIT = 3000  # characters kept of each failure's report
 
 
-class Recorder:
-    """A pytest plugin: each test's outcome and failure report; switches coverage contexts."""
+class BudgetExceeded(BaseException):
+    """Raised in a test that used up its CPU budget (a BaseException: `except Exception` in
+    the code under test does not swallow it)."""
 
-    def __init__(self, coverage=None):
+
+def _over_budget(signum, frame):
+    raise BudgetExceeded("the test used up its CPU-time budget")
+
+
+class Recorder:
+    """A pytest plugin: each test's outcome and failure report; switches coverage contexts;
+    arms each test's CPU budget and measures its CPU time."""
+
+    def __init__(self, coverage=None, budgets=None, budget=None):
         self.outcomes, self.reports, self.coverage = {}, {}, coverage
+        self.budgets, self.budget = budgets or {}, budget
+        self.durations, self._started = {}, {}
+        if self.budgets or self.budget:
+            signal.signal(signal.SIGPROF, _over_budget)
 
     def pytest_runtest_logreport(self, report):
-        if report.failed:
+        if report.failed and "BudgetExceeded" in report.longreprtext:
+            self.outcomes[report.nodeid] = "timeout"
+            self.reports.setdefault(report.nodeid, "the test used up its CPU-time budget")
+        elif report.failed:
             kind = "failed" if report.when == "call" else "error"
             self.outcomes[report.nodeid] = kind
             self.reports.setdefault(report.nodeid, report.longreprtext[-REPORT_LIMIT:])
@@ -51,10 +77,19 @@ class Recorder:
     def pytest_runtest_setup(self, item):
         if self.coverage is not None:
             self.coverage.switch_context(item.nodeid)
+        self._started[item.nodeid] = time.process_time()
+        seconds = self.budgets.get(item.nodeid, self.budget)
+        if seconds:
+            signal.setitimer(signal.ITIMER_PROF, seconds)
 
     def pytest_runtest_teardown(self, item, nextitem):
         if self.coverage is not None and nextitem is None:
             self.coverage.switch_context("")
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        if nodeid in self._started:
+            self.durations[nodeid] = time.process_time() - self._started.pop(nodeid)
 
 
 def main(argv):
@@ -80,7 +115,7 @@ def run_spec(spec):
     import pytest
 
     coverage = start_coverage(spec["coverage"]) if spec.get("coverage") is not None else None
-    recorder = Recorder(coverage)
+    recorder = Recorder(coverage, spec.get("budgets"), spec.get("budget"))
     options = list(spec.get("options", []))
     result = {}
     if spec.get("visible"):
@@ -95,6 +130,8 @@ def run_spec(spec):
         result["reports"] = recorder.reports
     if coverage is not None:
         result["coverage"] = coverage_lines(coverage)
+    if spec.get("durations"):
+        result["durations"] = recorder.durations
     print(RESULT + json.dumps(result, sort_keys=True), flush=True)
     return result["hidden"]
 

@@ -9,6 +9,9 @@ project's `Environment` (its interpreter, its setup command) on `fail_to_pass` a
 the agent's own branch never shows the graded tests. Plugin autoloading is off unless the
 environment asks for it, and no bytecode is written. Output shown to agents is normalized
 (durations and memory addresses removed) so that seeded experiments reproduce bit for bit.
+A suite's `budgets` (CPU seconds per test id, derived by `mutation_suite` from the original's
+own durations) stop a looping test by its CPU time, so the outcome does not depend on the
+machine's load; the run's wall-clock `timeout` remains the last resort.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +90,7 @@ def make_checker(suite: Any, timeout: float = 60):
     def check(branch: Any, task: Any, with_visible: bool) -> CheckResult:
         if task.by_test_ids:
             return check_ids(branch, task, suite.environments.get(task.project), with_visible,
-                             timeout)  # fmt: skip
+                             timeout, getattr(suite, "budgets", None))  # fmt: skip
         argv = command(task, suite.pytest_ini, with_visible, suite.workspace_root)
         result = branch.run(argv, timeout=timeout, cwd=task.project, env=environment())
         return interpret(result, argv)
@@ -99,12 +103,17 @@ def make_checker(suite: Any, timeout: float = 60):
 _GRADES = itertools.count(1)
 
 
-def spec_argv(env: Any, hidden: list[str], visible: list[str], coverage: list[str] | None = None
+def spec_argv(env: Any, hidden: list[str], visible: list[str], coverage: list[str] | None = None,
+              budgets: Mapping[str, float] | None = None, durations: bool = False
               ) -> list[str]:  # fmt: skip
     """The driver's command for test ids in the project's Environment (a shell line when it
-    has a setup command)."""
-    spec = {"hidden": hidden, "visible": visible, "options": list(env.options),
-            "outcomes": True, "coverage": coverage}  # fmt: skip
+    has a setup command). `budgets`: CPU seconds per test id (those run and named)."""
+    spec: dict[str, Any] = {"hidden": hidden, "visible": visible,
+                            "options": list(env.options), "outcomes": True,
+                            "coverage": coverage, "durations": durations}  # fmt: skip
+    if budgets:
+        spec["budgets"] = {t: budgets[t] for t in dict.fromkeys([*visible, *hidden])
+                           if t in budgets}  # fmt: skip
     argv = [env.python, DRIVER, "--spec", json.dumps(spec)]
     if env.setup:
         return ["/bin/sh", "-c", f"{env.setup} && exec {shlex.join(argv)}"]
@@ -121,9 +130,9 @@ def variables(env: Any) -> dict[str, str]:
 
 
 def run_ids(branch: Any, task: Any, env: Any, hidden: list[str], visible: list[str],
-            timeout: float) -> Any:  # fmt: skip
+            timeout: float, budgets: Mapping[str, float] | None = None) -> Any:  # fmt: skip
     """Run test ids in `branch` (or, with a test patch, in a grading branch made from it)."""
-    argv = spec_argv(env, hidden, visible)
+    argv = spec_argv(env, hidden, visible, budgets=budgets)
     options = {"timeout": timeout, "cwd": task.project or ".", "env": variables(env)}
     if not task.test_patch:
         return branch.run(argv, **options)
@@ -140,14 +149,14 @@ def run_ids(branch: Any, task: Any, env: Any, hidden: list[str], visible: list[s
         grade.drop()
 
 
-def check_ids(branch: Any, task: Any, env: Any, with_visible: bool, timeout: float
-              ) -> CheckResult:  # fmt: skip
+def check_ids(branch: Any, task: Any, env: Any, with_visible: bool, timeout: float,
+              budgets: Mapping[str, float] | None = None) -> CheckResult:  # fmt: skip
     if env is None:
         return CheckResult(False, None, error=f"the suite has no environment for project "
                            f"{task.project!r} (Suite.environments)")  # fmt: skip
     hidden = [*task.fail_to_pass, *task.pass_to_pass]
     visible = list(task.visible_tests) if with_visible else []
-    result = run_ids(branch, task, env, hidden, visible, timeout)
+    result = run_ids(branch, task, env, hidden, visible, timeout, budgets)
     return interpret_ids(result, task, visible)
 
 

@@ -37,8 +37,9 @@ from typing import Any
 import pandas as pd
 
 from ..agents.loop import TIMING_FIELDS, Episode, run_episode
-from ..agents.observation import CONDITIONS, Condition
+from ..agents.observation import CONDITIONS, FEEDBACK, Condition
 from ..agents.observation import condition as as_condition
+from ..agents.transcript import Transcript, cell_file, current
 from ..errors import ArgumentError
 from .check import make_checker
 from .suite import Suite, Task, builtin_suite, load_suite
@@ -51,6 +52,9 @@ COLUMNS = (
     "lint_requests", "run_requests", "episode", "seconds_total", "seconds_agent",
     "seconds_check", "seconds_lint", "seconds_switch", "seconds_wait",
 )  # fmt: skip
+
+
+Tape = tuple[str, str]  # (folder, "record" | "replay"): where a cell's model exchanges go
 
 
 @dataclass(frozen=True)
@@ -138,15 +142,24 @@ def accounting(events: Sequence[Any], branch: str) -> dict[str, Any]:
             "seconds_wait": sum(e.wait for e in mine)}  # fmt: skip
 
 
-def run_cell(ws: Any, agent: Any, suite: Suite, cell: Cell, budget: int, timeout: float
-             ) -> dict[str, Any]:  # fmt: skip
-    """One episode in a fresh branch of `ws`; the branch is dropped afterwards."""
+def run_cell(ws: Any, agent: Any, suite: Suite, cell: Cell, budget: int, timeout: float,
+             tape: Tape | None = None) -> dict[str, Any]:  # fmt: skip
+    """One episode in a fresh branch of `ws`; the branch is dropped afterwards. With a
+    `tape` (folder, "record" or "replay") its model requests are recorded or replayed."""
     start = time.perf_counter()
     before = len(ws.events())  # a name can come back in a later experiment on ws
+    check = make_checker(suite, timeout)
+    transcript = None if tape is None else Transcript(cell_file(tape[0], cell.branch_name),
+                                                      tape[1])  # fmt: skip
     branch = ws.branch(cell.branch_name)
     try:
-        ep = run_episode(agent, branch, cell.task, make_checker(suite, timeout), cell.condition,
-                         budget=budget, seed=cell.seed)  # fmt: skip
+        with current(transcript):
+            if getattr(agent, "tool_calling", False):
+                ep = agent.episode(branch, cell.task, check, cell.condition, seed=cell.seed,
+                                   budget=budget)  # fmt: skip
+            else:
+                ep = run_episode(agent, branch, cell.task, check, cell.condition, budget=budget,
+                                 seed=cell.seed)  # fmt: skip
     finally:
         branch.drop()
     out = row(cell, ep, agent, time.perf_counter() - start)
@@ -189,7 +202,7 @@ class Cache:
 def experiment(
     agent: Any,
     suite: Suite | None = None,
-    conditions: Sequence[str | Condition] = DEFAULT_CONDITIONS,
+    conditions: Sequence[str | Condition] | None = None,
     seeds: int | Iterable[int] = 1,
     *,
     budget: int = 4,
@@ -202,21 +215,32 @@ def experiment(
     progress: bool = True,
     timeout: float = 60,
     workspace: Any = None,
+    record: str | os.PathLike[str] | None = None,
+    replay: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
     """Run `agent` on every task x condition x seed of `suite` (default: the built-in suite).
 
-    `agent`: a callable from an Observation to edits, or "simulated" (a SimulatedAgent over
-    the suite); `suite`: a Suite, "builtin" or a suite folder; `conditions`: names from
-    CONDITIONS or Conditions. Bad arguments raise ArgumentError naming them. `seeds`: a count
+    `agent`: a callable from an Observation to edits, "simulated" (a SimulatedAgent over
+    the suite), or a tool-calling agent (`OpenAIToolAgent`, `AnthropicToolAgent`,
+    `CommandAgent`: it acts on its branch itself, for up to its own `max_turns` requests
+    rather than `budget` turns); `suite`: a Suite, "builtin" or a suite folder;
+    `conditions`: names from CONDITIONS or Conditions (default: those of the agent's kind;
+    feedback modes such as "on-edit:codes" for tool-calling agents). Bad arguments raise
+    ArgumentError naming them. `seeds`: a count
     (0..n-1) or the seeds themselves. `workers`: None runs in this process
     (`concurrency` cells at a time on one Workspace with `lanes` shadows, or on `workspace`);
     "local" or a Ray address fans out to `n_workers` Ray actors, each with its own Workspace.
-    `cache`: a folder of finished cells; a rerun skips them. Returns one row per cell;
+    `cache`: a folder of finished cells; a rerun skips them. `record`: a folder where every
+    model request and response of each cell is written (JSON lines: tokens, latency);
+    `replay`: such a folder, answered from instead of the model (nothing is called; a
+    request that differs from the record fails the cell). Returns one row per cell;
     `df.attrs` holds the `timeline` and whether the agent is `simulated`.
     """
     suite = as_suite(suite)
     agent = as_agent(agent, suite)
-    conds = as_conditions(conditions)
+    conds = fitting(agent, as_conditions(default_conditions(agent) if conditions is None
+                                         else conditions))  # fmt: skip
+    tape = as_tape(record, replay)
     seed_list = as_seeds(seeds)
     _check_counts(budget=budget, n_workers=n_workers, concurrency=concurrency, lanes=lanes)
     if workers is not None and not isinstance(workers, str):
@@ -232,10 +256,10 @@ def experiment(
     try:
         if workers is None:
             events = _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
-                                workspace, store, done, bar)  # fmt: skip
+                                workspace, store, done, bar, tape)  # fmt: skip
         else:
             events = _run_ray(agent, suite, todo, budget, timeout, workers, n_workers, lanes,
-                              servers, store, done, bar)  # fmt: skip
+                              servers, store, done, bar, tape)  # fmt: skip
     finally:
         bar.close()
     df = pd.DataFrame([done[k] for k in keys], columns=list(COLUMNS))
@@ -271,6 +295,45 @@ def as_agent(agent: Any, suite: Suite) -> Any:
                             "(sk.SimulatedAgent(suite), sk.OpenAIChatAgent(model, base_url=...), "
                             "sk.ScriptedAgent(...)) or 'simulated'")  # fmt: skip
     return agent
+
+
+def as_tape(record: Any, replay: Any) -> Tape | None:
+    if record is not None and replay is not None:
+        raise ArgumentError("record= and replay=: give one of them (replay reads what record "
+                            "wrote)")  # fmt: skip
+    if replay is not None and not os.path.isdir(replay):
+        raise ArgumentError(f"replay={replay!r}: not a folder; give the record= folder of an "
+                            "earlier run")  # fmt: skip
+    if record is not None:
+        os.makedirs(record, exist_ok=True)
+        return os.path.abspath(record), "record"
+    return None if replay is None else (os.path.abspath(replay), "replay")
+
+
+def default_conditions(agent: Any) -> tuple[str, ...]:
+    """The agent's own (`agent.conditions`), else every feedback mode for a tool-calling
+    agent, else the SEARCH/REPLACE conditions."""
+    own = getattr(agent, "conditions", None)
+    if own:
+        return tuple(own)
+    return tuple(FEEDBACK) if getattr(agent, "tool_calling", False) else DEFAULT_CONDITIONS
+
+
+def fitting(agent: Any, conds: list[Condition]) -> list[Condition]:
+    """The conditions, when each means something to this kind of agent."""
+    tools = bool(getattr(agent, "tool_calling", False))
+    own = getattr(agent, "conditions", None)
+    for c in conds:
+        if own and c.name not in own:
+            raise ArgumentError(f"condition {c.name!r}: {agent_name(agent)} takes only "
+                                f"{', '.join(own)}")  # fmt: skip
+        if tools and (c.lints != "none" or c.run):
+            raise ArgumentError(f"condition {c.name!r} shows lints in a prompt; a tool-calling "
+                                f"agent takes feedback modes: {', '.join(FEEDBACK)}")  # fmt: skip
+        if not tools and c.feedback != "none":
+            raise ArgumentError(f"condition {c.name!r} is for tool-calling agents; this agent "
+                                f"takes {', '.join(CONDITIONS)}")  # fmt: skip
+    return conds
 
 
 def as_conditions(conditions: Any) -> list[Condition]:
@@ -313,7 +376,7 @@ def _progress(total: int, done: int, agent: Any, enabled: bool) -> Any:
 
 
 def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers, workspace,
-               store, done, bar) -> list:  # fmt: skip
+               store, done, bar, tape) -> list:  # fmt: skip
     if not todo:
         return workspace.events() if workspace is not None else []
     from ..workspace import Workspace
@@ -321,7 +384,7 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
     ws = workspace or Workspace(suite.workspace_root, servers=servers, lanes=lanes)
     pool = cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sk-cell")
     try:
-        futures = {pool.submit(run_cell, ws, agent, suite, c, budget, timeout): k
+        futures = {pool.submit(run_cell, ws, agent, suite, c, budget, timeout, tape): k
                    for k, c in todo}  # fmt: skip
         for future in cf.as_completed(futures):
             key = futures[future]
@@ -341,14 +404,16 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
 class _Worker:
     """A Ray actor: its own Workspace over the suite's projects."""
 
-    def __init__(self, agent, suite, budget, timeout, lanes, servers) -> None:
+    def __init__(self, agent, suite, budget, timeout, lanes, servers, tape) -> None:
         from ..workspace import Workspace
 
         self.agent, self.suite, self.budget, self.timeout = agent, suite, budget, timeout
+        self.tape = tape
         self.ws = Workspace(suite.workspace_root, servers=servers, lanes=lanes)
 
     def run(self, cell: Cell) -> dict[str, Any]:
-        return run_cell(self.ws, self.agent, self.suite, cell, self.budget, self.timeout)
+        return run_cell(self.ws, self.agent, self.suite, cell, self.budget, self.timeout,
+                        self.tape)  # fmt: skip
 
     def events(self) -> list:
         return self.ws.events()
@@ -358,7 +423,7 @@ class _Worker:
 
 
 def _run_ray(agent, suite, todo, budget, timeout, workers, n_workers, lanes, servers, store,
-             done, bar) -> list:  # fmt: skip
+             done, bar, tape) -> list:  # fmt: skip
     import ray
     from ray.util import ActorPool
 
@@ -370,7 +435,7 @@ def _run_ray(agent, suite, todo, budget, timeout, workers, n_workers, lanes, ser
     actors: list[Any] = []  # Ray's actor handles: its stubs do not type methods' .remote
     try:
         remote: Any = ray.remote(num_cpus=0)(_Worker)  # the cells wait on subprocesses, not CPUs
-        actors = [remote.remote(agent, suite, budget, timeout, lanes, tuple(servers))
+        actors = [remote.remote(agent, suite, budget, timeout, lanes, tuple(servers), tape)
                   for _ in range(max(1, min(n_workers, len(todo) or 1)))]  # fmt: skip
         cells = [c for _, c in todo]
         for result in ActorPool(actors).map_unordered(lambda a, c: a.run.remote(c), cells):

@@ -4,34 +4,44 @@
     suite.validate()                  # every task's hidden tests, run for real
 
 1. The project's tests run once inside the shadow, under coverage with one context per test:
-   which tests pass, and which lines each test executes.
+   which tests pass, which lines each test executes, and the CPU time each takes. A test's
+   budget when graded is `budget_multiple` x that time + `budget_constant` CPU seconds
+   (`Suite.budgets`).
 2. Every function of the project's modules yields candidate bugs (`mutation.mutants`); those
    in functions no passing test reaches are left out. The candidates are shuffled by `seed`,
    one kind after another, so a suite mixes kinds.
-3. Each candidate is staged in a branch of its own (the checkout is never written), linted
-   (a syntax error rejects it), and only the tests that reach its function run on it (all
-   passing tests when the function runs at import time, where coverage cannot tell). It is
-   kept when at least one and at most `max_failing` of them fail: a localized bug.
+3. Each candidate must compile, and its hidden set is chosen before anything runs: the
+   passing tests that reach its function (all passing tests when the function runs at import
+   time, where coverage cannot tell) plus a sample of `pass_to_pass` other passing tests,
+   drawn from a generator seeded by `seed` and the mutant. That set runs on the mutant, in a
+   branch of its own (the checkout is never written). The candidate is kept when at least one
+   and at most `max_failing` tests fail and none ran out of its budget, the run finished and
+   no module failed to import; then the same set runs on the original and must pass
+   entirely. A kept task is therefore exactly what `validate()` checks: its hidden tests
+   fail on the task and pass on the original, run as one set.
 4. A kept mutant becomes a task: it starts from the mutant, its statement is a bug report
    written from what fails (the test ids and pytest's report), its hidden tests are the
-   failing tests (`fail_to_pass`) and a seeded sample of the tests that still pass
-   (`pass_to_pass`), and its reference solution is the inverse edit.
+   failing tests (`fail_to_pass`) and the rest of the set (`pass_to_pass`), and its
+   reference solution is the inverse edit.
 
-The same project, command, `n` and `seed` give the same suite, task for task (the tests are
-assumed deterministic; a flaky test can make a candidate flip). Cost: one coverage run of
-the suite (about 1.5x its plain time), then per candidate one lint and one run of the tests
-reaching its function; on six 1.16.0 here (200 tests, 0.7 s) about 1 s per candidate
-(figures in docs/suites.md). A suite of hundreds of tests taking 15 s costs its coverage
-run plus, per candidate, the interpreter start, the collection of the test modules and the
-reaching tests only.
+Reproducible: the same project, command, `n` and `seed` give the same suite byte for byte
+(`Suite.to_json()`) on an idle or a loaded machine. Nothing decides by wall-clock time: a
+looping test is stopped by its CPU budget, and a candidate with a test out of budget is
+excluded ("timed out"), whatever the load; candidates may be judged `workers` at a time, but
+they are taken in their seeded order. The tests themselves are assumed deterministic (a
+flaky test can flip a candidate). Cost: one coverage run of the suite, then per candidate one
+run of its set, and per kept task one more run on the original (figures in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
-with plugin autoloading off unless `autoload=True`; mutants of code that runs at import time
-are judged on the whole suite; equivalent mutants are weeded out only by "no test fails".
+with plugin autoloading off unless `autoload=True`; equivalent mutants are weeded out only
+by "no test fails"; a loop inside C code ignores the CPU budget and is stopped by the run's
+wall-clock `timeout` (a last resort: keep it generous, as its outcome depends on the load).
 """
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures as cf
 import json
 import os
 import random
@@ -44,14 +54,13 @@ from typing import Any
 from ..agents.edits import Replace
 from ..errors import ArgumentError
 from . import mutation
-from .check import normalize, parse, spec_argv, variables
-from .pytest_command import Command, environment_for, parse_command
+from .check import normalize
+from .mutation_runs import Baseline, Options, baseline, budgets, judge, reaching
+from .pytest_command import environment_for, parse_command
 from .suite import Environment, Suite, Task
 
-IMPORT_TIME = ""  # coverage's context before the first test: collection and imports
 SKIP_DIRS = {"tests", "test", "testing", "docs", "doc", "documentation", "build", "dist",
              "examples", "benchmarks", "node_modules", "site-packages", "__pycache__"}  # fmt: skip
-SYNTAX_CODES = {"E999", "invalid-syntax", "syntax-error", "syntax"}
 
 
 # -- which files, which tests ---------------------------------------------------------------------
@@ -72,27 +81,6 @@ def source_files(root: str) -> list[str]:
 def _is_test_or_tooling(name: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py") or name in (
         "conftest.py", "setup.py", "noxfile.py", "fabfile.py")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Baseline:
-    passing: frozenset[str]  # tests that pass on the original
-    outcomes: dict[str, str]
-    coverage: dict[str, dict[str, list[int]]]  # path -> context (test id or "") -> lines
-    seconds: float
-
-
-def reaching(mutant: mutation.Mutant, baseline: Baseline) -> list[str]:
-    """The passing tests that execute the mutant's function body (all of them when the body
-    runs at import time, where coverage cannot tell which test depends on it)."""
-    first, last = mutant.body
-    tests: set[str] = set()
-    for context, lines in baseline.coverage.get(mutant.path, {}).items():
-        if any(first <= n <= last for n in lines):
-            if context == IMPORT_TIME:
-                return sorted(baseline.passing)
-            tests.add(context)
-    return sorted(tests & baseline.passing)
 
 
 def candidates(texts: dict[str, str], baseline: Baseline, seed: int) -> list[mutation.Mutant]:
@@ -136,14 +124,6 @@ def statement(failing: Sequence[str], reports: dict[str, str], root: str, shown:
                   ""]  # fmt: skip
     parts.append("Find the cause in the code and fix it; do not change the tests.")
     return "\n".join(parts)
-
-
-def pass_to_pass_sample(still: list[str], others: list[str], size: int, rng: random.Random
-                        ) -> list[str]:  # fmt: skip
-    """`size` tests that must keep passing: those reaching the function first, then others."""
-    keep = rng.sample(still, min(size, len(still)))
-    keep += rng.sample(others, min(size - len(keep), len(others)))
-    return sorted(keep)
 
 
 def make_task(
@@ -199,81 +179,6 @@ class Tally:
                 "seconds_total": f"{self.seconds_total:.2f}"}  # fmt: skip
 
 
-def run_tests(branch: Any, env: Environment, tests: list[str], timeout: float,
-              coverage: list[str] | None = None) -> tuple[Any, dict[str, Any]]:  # fmt: skip
-    argv = spec_argv(env, tests, [], coverage)
-    result = branch.run(argv, timeout=timeout, cwd=".", env=variables(env),
-                        output_cap=64 * 2**20)  # fmt: skip
-    return result, parse(result.stdout)[2]
-
-
-def baseline(ws: Any, env: Environment, command: Command, sources: list[str], timeout: float
-             ) -> Baseline:  # fmt: skip
-    began = time.perf_counter()
-    branch = ws.branch("mutation|baseline")
-    try:
-        result, data = run_tests(branch, env, list(command.paths), timeout, coverage=sources)
-    finally:
-        branch.drop()
-    if "coverage" not in data:
-        raise ArgumentError(f"test_command: the first run of the tests did not finish (exit "
-                            f"{result.exit_code}); is pytest (and coverage, for the per-test "
-                            f"selection) installed for {env.python}? "
-                            f"{result.stderr[-800:]}")  # fmt: skip
-    outcomes = data.get("outcomes", {})
-    passing = frozenset(t for t, o in outcomes.items() if o == "passed")
-    if not passing:
-        raise ArgumentError(f"test_command: no test passes on the original project "
-                            f"({len(outcomes)} ran); the suite needs passing tests to "
-                            "break")  # fmt: skip
-    return Baseline(passing, outcomes, data["coverage"], time.perf_counter() - began)
-
-
-def has_syntax_error(table: Any) -> bool:
-    for code, message in zip(table["code"], table["message"], strict=True):
-        if str(code or "") in SYNTAX_CODES or str(message).lower().startswith("syntaxerror"):
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one run of test ids gave: each test's outcome and the failures' reports."""
-
-    outcomes: dict[str, str]
-    reports: dict[str, str]
-    timed_out: bool = False
-
-
-def try_mutant(ws: Any, env: Environment, mutant: mutation.Mutant, original: str,
-               tests: list[str], timeout: float, lint: bool
-               ) -> tuple[str | None, Outcome]:  # fmt: skip
-    """(why it is rejected or None, what the tests gave) for one candidate, in its own branch."""
-    branch = ws.branch(f"mutation|{mutant.id}|{mutant.start}")
-    try:
-        branch.write(mutant.path, mutant.apply(original))
-        if lint and has_syntax_error(branch.lint([mutant.path], fixes=False)):
-            return "syntax error", Outcome({}, {})
-        result, data = run_tests(branch, env, tests, timeout)
-    finally:
-        branch.drop()
-    return None, Outcome(data.get("outcomes", {}), data.get("reports", {}), result.timed_out)
-
-
-def verdict(run: Outcome, tests: list[str], max_failing: int) -> tuple[str | None, list[str]]:
-    """(why the candidate is rejected or None, the tests it breaks)."""
-    if run.timed_out:
-        return "timed out", []
-    if any(o == "error" for t, o in run.outcomes.items() if t not in tests):
-        return "breaks collection", []  # an error outside the tests: a module did not import
-    failing = [t for t in tests if run.outcomes.get(t) != "passed"]
-    if not failing:
-        return "no test fails", []
-    if len(failing) > max_failing:
-        return f"more than {max_failing} tests fail", failing
-    return None, failing
-
-
 def mutation_suite(
     path: str | os.PathLike[str],
     test_command: str | Sequence[str],
@@ -290,7 +195,10 @@ def mutation_suite(
     autoload: bool = False,
     lint: bool = True,
     timeout: float = 300,
-    servers: Sequence[Any] = ("ruff",),
+    workers: int = 1,
+    budget_multiple: float = 10.0,
+    budget_constant: float = 2.0,
+    servers: Sequence[Any] = (),
     workspace: Any = None,
     name: str | None = None,
     progress: bool = False,
@@ -300,72 +208,95 @@ def mutation_suite(
     `test_command`: how its tests run (a pytest command line, relative to `path`); `files`:
     the modules to mutate (default: every module that is not a test, doc, build or setup
     file); `max_failing`: the most tests a kept mutant may break; `pass_to_pass`: how many
-    still-passing tests each task also grades; `per_function`: tasks per function at most;
-    `max_candidates`: stop after trying this many (default 10 * n); `python`/`setup`/
-    `autoload`: the environment the tests run in. Bad arguments raise `ArgumentError`.
+    passing tests that do not reach the function each task also grades; `per_function`:
+    tasks per function at most; `max_candidates`: stop after trying this many (default
+    10 * n); `python`/`setup`/`autoload`: the environment the tests run in; `lint`: reject
+    candidates that do not compile; `workers`: candidates judged at once (the result is the
+    same for any number); `budget_multiple`/`budget_constant`: each test's CPU budget from
+    its own time on the original; `timeout`: the wall-clock limit of one run (a last resort).
+    Bad arguments raise `ArgumentError`.
     """
     root = _check_args(path, n, max_failing, pass_to_pass, per_function)
+    _check_positive(workers=workers, budget_multiple=budget_multiple,
+                    budget_constant=budget_constant, timeout=timeout)  # fmt: skip
     command = parse_command(test_command, root, python)
     env = environment_for(command, autoload, setup)
     sources = sorted(files) if files is not None else source_files(root)
     texts = _read_sources(root, sources)
+    opts = Options(n, seed, max_failing, pass_to_pass, per_function, max_candidates or 10 * n,
+                   timeout, lint, workers, budget_multiple, budget_constant)  # fmt: skip
     tally, began = Tally(), time.perf_counter()
     own = workspace is None
     if own:
         from ..workspace import Workspace
 
-        workspace = Workspace(root, servers=servers if lint else ())
+        workspace = Workspace(root, servers=servers)
     try:
         base = baseline(workspace, env, command, sorted(texts), timeout)
         tally.seconds_baseline = base.seconds
-        tasks = _generate(workspace, env, base, texts, root, n, seed, max_failing, pass_to_pass,
-                          per_function, max_candidates or 10 * n, timeout, lint, tally,
-                          progress)  # fmt: skip
+        budget = budgets(base.durations, budget_multiple, budget_constant)
+        tasks = _generate(workspace, env, base, texts, root, opts, budget, tally, progress)
     finally:
         if own:
             workspace.close()
     tally.seconds_total = time.perf_counter() - began
-    line = shlex.join([command.python, "-m", "pytest", *command.options, *command.paths])
-    return Suite(name=name or f"mutations of {os.path.basename(root)} (seed {seed})", root=root,
+    line = shlex.join([os.path.basename(command.python), "-m", "pytest", *command.options,
+                       *command.paths])  # fmt: skip
+    project = os.path.basename(root)
+    return Suite(name=name or f"mutations of {project} (seed {seed})", root=root,
                  workspace_root=root, tasks=tuple(tasks),
-                 description=f"{len(tasks)} mutants of {root}, kept by `{line}`",
-                 extra=tally.as_extra(), environments={"": env})  # fmt: skip
+                 description=f"{len(tasks)} mutants of {project}, kept by `{line}`",
+                 extra=tally.as_extra(), environments={"": env},
+                 budgets={t: budget[t] for t in sorted(_graded(tasks)) if t in budget}
+                 )  # fmt: skip
+
+
+def _graded(tasks: Sequence[Task]) -> set[str]:
+    return {t for task in tasks for t in (*task.fail_to_pass, *task.pass_to_pass)}
 
 
 def _generate(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], root: str,
-              n: int, seed: int, max_failing: int, sample: int, per_function: int,
-              max_candidates: int, timeout: float, lint: bool, tally: Tally,
-              progress: bool) -> list[Task]:  # fmt: skip
-    order = candidates(texts, base, seed)
+              opts: Options, budget: dict[str, float], tally: Tally, progress: bool
+              ) -> list[Task]:  # fmt: skip
+    """Candidates judged up to `workers` at a time, but taken in their seeded order: the
+    counts, the per-function limit and the cut at `n` see the same sequence for any number
+    of workers (a candidate judged ahead and then not needed is simply dropped)."""
+    order = candidates(texts, base, opts.seed)
     tally.candidates = len(order)
-    rng = random.Random(f"pass-to-pass|{seed}")
     per: dict[tuple[str, str], int] = {}
     tasks: list[Task] = []
-    bar = _bar(min(n, len(order)), progress)
-    for mutant in order:
-        if len(tasks) >= n or tally.tried >= max_candidates:
-            break
-        if per.get((mutant.path, mutant.function), 0) >= per_function:
-            continue
-        tally.tried += 1
-        tests = reaching(mutant, base)
-        why, run = try_mutant(ws, env, mutant, texts[mutant.path], tests, timeout, lint)
-        failing: list[str] = []
-        if why is None:
-            why, failing = verdict(run, tests, max_failing)
-        if why is not None:
-            tally.reject(why)
-            continue
-        still = [t for t in tests if t not in failing]
-        others = sorted(base.passing - set(tests))
-        keep = pass_to_pass_sample(still, others, sample, rng)
-        task_id = _unique(mutant.id, {t.id for t in tasks})
-        tasks.append(make_task(mutant, texts[mutant.path], failing, keep, run.reports, root,
-                               task_id))  # fmt: skip
-        per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function), 0) + 1
-        tally.kept += 1
-        bar.update(1)
-    bar.close()
+    bar = _bar(min(opts.n, len(order)), progress)
+    pool = cf.ThreadPoolExecutor(opts.workers, thread_name_prefix="sk-mutant")
+    ahead: collections.deque = collections.deque()
+    queue = iter(order)
+    try:
+        while len(tasks) < opts.n and tally.tried < opts.max_candidates:
+            while len(ahead) < 2 * opts.workers and (m := next(queue, None)) is not None:
+                if per.get((m.path, m.function), 0) < opts.per_function:
+                    ahead.append((m, pool.submit(judge, ws, env, base, texts, opts, budget, m)))
+            if not ahead:
+                break
+            mutant, future = ahead.popleft()
+            if per.get((mutant.path, mutant.function), 0) >= opts.per_function:
+                future.cancel()
+                continue
+            tally.tried += 1
+            judged = future.result()
+            if judged.why is not None:
+                tally.reject(judged.why)
+                continue
+            keep = [t for t in judged.tests if t not in judged.failing]
+            task_id = _unique(mutant.id, {t.id for t in tasks})
+            tasks.append(make_task(mutant, texts[mutant.path], judged.failing, keep,
+                                   judged.reports, root, task_id))  # fmt: skip
+            per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function), 0) + 1
+            tally.kept += 1
+            bar.update(1)
+    finally:
+        for _, future in ahead:
+            future.cancel()
+        pool.shutdown(wait=True)
+        bar.close()
     return tasks
 
 
@@ -393,6 +324,14 @@ def _check_args(path: Any, n: int, max_failing: int, sample: int, per_function: 
         if not isinstance(value, int) or value < least:
             raise ArgumentError(f"{label}={value!r}: give an integer >= {least}")
     return root
+
+
+def _check_positive(**values: float) -> None:
+    for label, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ArgumentError(f"{label}={value!r}: give a positive number")
+    if not isinstance(values["workers"], int):
+        raise ArgumentError(f"workers={values['workers']!r}: give an integer >= 1")
 
 
 def _read_sources(root: str, sources: Iterable[str]) -> dict[str, str]:

@@ -11,16 +11,22 @@ test would detect with the given number of pairs (two-sided alpha 0.05, power 0.
 default), by Connor's (1987) sample-size formula for paired proportions,
 n = (z_a sqrt(p_d) + z_b sqrt(p_d - d^2))^2 / d^2, solved for d. It needs the share of
 discordant pairs p_d: the observed one, or 1 (the worst case) when no pair is discordant, so
-a reader knows whether "no difference" could have been seen at all.
+a reader knows whether "no difference" could have been seen at all. Planning goes the other
+way: `pairs_needed(effect, baseline_rate)` and `tasks_needed(..., seeds)` give the pairs (tasks
+x seeds) an effect needs, by the same formula, with the share of discordant pairs expected
+when the conditions succeed independently within a pair (`discordance`; a cautious value).
 
 Cost: per condition, tokens and wall seconds per solved task (all cells' cost divided by the
-solved ones), and the shadow's lint and run requests per cell, from the experiment's columns.
+solved ones; dollars too, given prices), and the shadow's lint and run requests per cell,
+from the experiment's columns.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,6 +92,49 @@ def minimum_detectable_effect(pairs: int, discordant: float = 1.0, alpha: float 
     return float(_optimize.brentq(gap, 1e-9, discordant))
 
 
+def discordance(baseline_rate: float, effect: float) -> float:
+    """The share of discordant pairs when the two conditions succeed independently within a
+    pair: p0 (1 - p1) + p1 (1 - p0). Real pairs share the task, so they agree more often
+    (fewer discordant pairs, fewer needed): this is the cautious planning value."""
+    p0, p1 = baseline_rate, baseline_rate + effect
+    return p0 * (1 - p1) + p1 * (1 - p0)
+
+
+def pairs_needed(effect: float, baseline_rate: float, discordant: float | None = None,
+                 alpha: float = 0.05, power: float = 0.8) -> int:  # fmt: skip
+    """How many (task, seed) pairs McNemar's test needs to detect a difference `effect` in
+    success rate over `baseline_rate` (Connor's formula; `discordant`: the expected share of
+    pairs where exactly one condition succeeds, default `discordance(...)`)."""
+    _check_rates(effect, baseline_rate, alpha, power)
+    p_d = discordance(baseline_rate, effect) if discordant is None else discordant
+    if not abs(effect) <= p_d <= 1:
+        raise ArgumentError(f"discordant={discordant!r}: give a share in [|effect|, 1] (at "
+                            "least the effect: every pair that differs is discordant)")  # fmt: skip
+    z_a, z_b = _stats.norm.ppf(1 - alpha / 2), _stats.norm.ppf(power)
+    d = abs(effect)
+    n = (z_a * np.sqrt(p_d) + z_b * np.sqrt(max(p_d - d * d, 0.0))) ** 2 / (d * d)
+    return int(np.ceil(n - 1e-9))
+
+
+def tasks_needed(effect: float, baseline_rate: float, seeds: int = 1,
+                 discordant: float | None = None, alpha: float = 0.05,
+                 power: float = 0.8) -> int:  # fmt: skip
+    """Tasks needed at `seeds` seeds per task: `pairs_needed` over the seeds. It counts every
+    (task, seed) pair as independent; seeds of one task are not (a hard task stays hard), so
+    prefer tasks to seeds, and read this as a lower bound when seeds > 1."""
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ArgumentError(f"seeds={seeds!r}: give an integer >= 1")
+    return int(np.ceil(pairs_needed(effect, baseline_rate, discordant, alpha, power) / seeds))
+
+
+def _check_rates(effect: float, baseline_rate: float, alpha: float, power: float) -> None:
+    if not 0 <= baseline_rate <= 1 or not 0 <= baseline_rate + effect <= 1 or effect == 0:
+        raise ArgumentError(f"effect={effect!r}, baseline_rate={baseline_rate!r}: give a "
+                            "rate in [0, 1] and a non-zero effect keeping it there")  # fmt: skip
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ArgumentError(f"alpha={alpha!r}, power={power!r}: give both in (0, 1)")
+
+
 def bootstrap_mean(x: np.ndarray, n_boot: int = 2000, seed: int = 0,
                    level: float = 0.95) -> tuple[float, float]:  # fmt: skip
     x = np.asarray(x, dtype=float)
@@ -103,7 +152,7 @@ def paired(df: pd.DataFrame, condition: str, baseline: str) -> pd.DataFrame:
     return both.sort_index()
 
 
-def conditions_table(df: pd.DataFrame) -> pd.DataFrame:
+def conditions_table(df: pd.DataFrame, prices: Prices | None = None) -> pd.DataFrame:
     rows = []
     for name in dict.fromkeys(df["condition"]):
         cells = df[df["condition"] == name]
@@ -116,7 +165,7 @@ def conditions_table(df: pd.DataFrame) -> pd.DataFrame:
             "mean_tokens": float(cells["tokens"].mean()),
             "lints_shown": float(cells["lints_shown"].mean()),
             "failed_steps": int(cells["failed_steps"].sum()),
-            **cost(cells),
+            **cost(cells), **money(cells, prices),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("condition")
 
@@ -135,6 +184,30 @@ def cost(cells: pd.DataFrame) -> dict[str, float]:
         out["seconds_per_solved"] = per(cells["seconds_total"].sum())
     out.update({name: float(cells[name].mean()) for name in ACCOUNTING if name in cells})
     return out
+
+
+Prices = Mapping[str, float]  # {"input": $ per million prompt tokens, "output": $ per million}
+
+
+def money(cells: pd.DataFrame, prices: Prices | None) -> dict[str, float]:
+    """What the condition's model calls cost at `prices`: in all, and per solved task."""
+    if prices is None:
+        return {}
+    spent = (cells["prompt_tokens"].sum() * prices.get("input", 0.0)
+             + cells["completion_tokens"].sum() * prices.get("output", 0.0)) / 1e6  # fmt: skip
+    solved = int(cells["solved"].sum())
+    return {"cost": float(spent), "cost_per_solved": float(spent) / solved if solved
+            else float("nan")}  # fmt: skip
+
+
+def check_prices(prices: Any) -> Prices | None:
+    if prices is None:
+        return None
+    if not isinstance(prices, Mapping) or not set(prices) <= {"input", "output"} or not all(
+            isinstance(v, int | float) and v >= 0 for v in prices.values()):  # fmt: skip
+        raise ArgumentError(f"prices={prices!r}: give {{'input': $, 'output': $}} per million "
+                            "prompt and completion tokens")  # fmt: skip
+    return prices
 
 
 def comparisons_table(df: pd.DataFrame, baseline: str, n_boot: int, seed: int) -> pd.DataFrame:
@@ -202,9 +275,11 @@ class Summary:
 
 
 def summary(df: pd.DataFrame, baseline: str | None = None, n_boot: int = 2000,
-            seed: int = 0) -> Summary:  # fmt: skip
+            seed: int = 0, prices: Prices | None = None) -> Summary:  # fmt: skip
     """Per-condition table and paired comparisons against `baseline` (default: 'none' when
-    present, else the first condition)."""
+    present, else the first condition). With `prices` ({"input": ..., "output": ...}, in
+    dollars per million prompt and completion tokens) each condition also gets `cost` and
+    `cost_per_solved` (all its cells' cost over its solved cells)."""
     if not isinstance(df, pd.DataFrame) or not {"condition", "solved", "task", "seed"} <= set(
             df.columns):  # fmt: skip
         raise ArgumentError(f"df: give the DataFrame sk.experiment returned (got "
@@ -219,5 +294,6 @@ def summary(df: pd.DataFrame, baseline: str | None = None, n_boot: int = 2000,
     if not isinstance(n_boot, int) or n_boot < 1:
         raise ArgumentError(f"n_boot={n_boot!r}: give a positive number of resamples")
     simulated = bool(df["simulated"].any()) if "simulated" in df else False
-    return Summary(conditions_table(df), comparisons_table(df, baseline, n_boot, seed),
+    return Summary(conditions_table(df, check_prices(prices)),
+                   comparisons_table(df, baseline, n_boot, seed),
                    simulated, baseline, n_boot, seed)  # fmt: skip

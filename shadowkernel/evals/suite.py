@@ -30,14 +30,15 @@ check).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tomllib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..agents.edits import AgentOutputError, Edit, from_json
+from ..agents.edits import AgentOutputError, Edit, from_json, to_json
 from ..errors import NotFound
 
 BUILTIN = Path(__file__).with_name("suite")
@@ -100,6 +101,9 @@ class Suite:
     pytest_ini: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
     environments: dict[str, Environment] = field(default_factory=dict)  # project -> its tests
+    # CPU seconds each test may take when graded (measured on this machine, so not part of
+    # the suite's identity: equal suites may carry other budgets)
+    budgets: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -130,6 +134,11 @@ class Suite:
               "fail_to_pass": len(t.fail_to_pass), "pass_to_pass": len(t.pass_to_pass),
               "problem": t.problem, "statement": " ".join(t.statement.split())} for t in self]
         )  # fmt: skip
+
+    def to_json(self) -> str:
+        """The suite's identity as canonical JSON: equal for equal suites, byte for byte
+        (timings and the measured `budgets` are left out)."""
+        return json.dumps(suite_record(self), sort_keys=True, indent=1, ensure_ascii=False)
 
     def validate(self, workspace: Any = None, timeout: float = 120):  # -> pd.DataFrame
         """Run every task's hidden tests for real: at its start (they must fail) and with
@@ -224,3 +233,19 @@ def _digest(folder: Path) -> str:
         if path.is_file() and "__pycache__" not in path.parts:
             h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
+
+
+def suite_record(suite: Suite) -> dict[str, Any]:
+    """A suite as plain JSON values, without what depends on the machine or the clock."""
+    return {
+        "name": suite.name, "description": suite.description,
+        "extra": {k: v for k, v in suite.extra.items() if not k.startswith("seconds_")},
+        "environments": {k: asdict(v) for k, v in sorted(suite.environments.items())},
+        "tasks": [task_record(t) for t in suite.tasks],
+    }  # fmt: skip
+
+
+def task_record(task: Task) -> dict[str, Any]:
+    record = {f.name: getattr(task, f.name) for f in fields(task)}
+    record["solution"] = [to_json(e) for e in task.solution]
+    return record

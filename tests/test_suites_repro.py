@@ -1,0 +1,113 @@
+"""Suites you can trust, on a real library: more-itertools 11.2.1 from PyPI (its own tests,
+which ours do not use), generated twice with the same seed (once judged two candidates at a
+time) gives the same JSON byte for byte, and every kept task validates; a mutant that loops
+is stopped by its CPU budget and excluded, whatever the machine's load."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from overlay_helpers import needs_fuse, snapshot
+
+import shadowkernel as sk
+from shadowkernel.evals import check, pypi
+from shadowkernel.evals.mutation_runs import budgets
+
+pytestmark = [needs_fuse, pytest.mark.slow, pytest.mark.timeout(1200)]
+# Its recipes' tests, less the prime sieves' (the whole suite, 765 tests and 21,194 subtests,
+# takes 40 s of CPU here; test_primes alone most of it)
+COMMAND = "python -m pytest tests/test_recipes.py -k 'not PrimeFunctionTests and not test_large'"
+FILES = ["more_itertools/recipes.py"]
+
+
+@pytest.fixture(scope="module")
+def more_itertools(tmp_path_factory):
+    return pypi.unpack("more-itertools", "11.2.1", tmp_path_factory.mktemp("mi"))
+
+
+def test_the_same_seed_gives_the_same_suite_byte_for_byte(more_itertools):
+    before = snapshot(more_itertools)
+    first = sk.mutation_suite(more_itertools, COMMAND, n=6, seed=3, files=FILES, timeout=900)
+    second = sk.mutation_suite(more_itertools, COMMAND, n=6, seed=3, files=FILES, timeout=900,
+                               workers=2)  # fmt: skip
+    assert snapshot(more_itertools) == before  # generation never writes the checkout
+    assert len(first) == 6 and first.to_json() == second.to_json()
+    assert first.tasks == second.tasks and first.budgets  # budgets: measured, not identity
+    assert json.loads(first.to_json())["extra"]["kept"] == "6"
+    table = first.validate()
+    assert table["fails_on_task"].all() and table["passes_on_original"].all(), table
+    for task in first:  # the hidden set is exactly the set judged: no overlap, all named
+        assert not set(task.fail_to_pass) & set(task.pass_to_pass)
+        assert set(task.pass_to_pass) <= set(first.budgets)
+
+
+LOOPY = """\
+def count_down(n):
+    steps = 0
+    while n > 0:
+        n -= 1
+        steps += 1
+    return steps
+"""
+TESTS = """\
+from loopy import count_down
+
+
+def test_three():
+    assert count_down(3) == 3
+
+
+def test_zero():
+    assert count_down(0) == 0
+"""
+
+
+def test_a_looping_mutant_is_stopped_by_its_cpu_budget_and_excluded(tmp_path):
+    (tmp_path / "loopy.py").write_text(LOOPY)
+    (tmp_path / "test_loopy.py").write_text(TESTS)
+    suite = sk.mutation_suite(tmp_path, "python -m pytest test_loopy.py", n=20, seed=0,
+                              per_function=20, timeout=900, budget_constant=1.0)  # fmt: skip
+    rejected = json.loads(suite.extra["rejected"])
+    assert rejected.get("timed out", 0) >= 1, rejected  # `n -= 1` -> `n += 1` loops forever
+    assert suite.tasks and all("n += 1" not in t.start[0][1] for t in suite)
+    again = sk.mutation_suite(tmp_path, "python -m pytest test_loopy.py", n=20, seed=0,
+                              per_function=20, timeout=900, budget_constant=1.0)  # fmt: skip
+    assert again.to_json() == suite.to_json()
+
+
+def test_the_driver_stops_a_test_at_its_budget(tmp_path):
+    (tmp_path / "test_spin.py").write_text(textwrap.dedent('''\
+        def test_spin():
+            while True:
+                try:
+                    pass
+                except Exception:  # the budget is not an Exception: this cannot swallow it
+                    pass
+
+        def test_quick():
+            assert True
+    '''))  # fmt: skip
+    env = sk.evals.Environment(sys.executable)
+    argv = check.spec_argv(env, ["test_spin.py::test_spin", "test_spin.py::test_quick"], [],
+                           budgets={"test_spin.py::test_spin": 0.5}, durations=True)  # fmt: skip
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=check.environment())  # fmt: skip
+    data = check.parse(out.stdout)[2]
+    assert data["outcomes"] == {"test_spin.py::test_quick": "passed",
+                                "test_spin.py::test_spin": "timeout"}  # fmt: skip
+    assert data["durations"]["test_spin.py::test_spin"] >= 0.5
+    assert budgets({"a": 0.1, "b": 0.0}, 10, 2) == {"a": 3.0, "b": 2.0}
+
+
+def test_power_tasks_times_seeds():
+    n = sk.tasks_needed(0.03, 0.15)
+    assert sk.evals.minimum_detectable_effect(n, sk.evals.stats.discordance(0.15, 0.03)) == \
+        pytest.approx(0.03, abs=1e-4)  # fmt: skip
+    assert sk.tasks_needed(0.03, 0.15, seeds=3) == -(-n // 3)
+    assert sk.evals.pairs_needed(0.03, 0.15, discordant=0.1) < n
+    with pytest.raises(sk.ArgumentError, match="effect"):
+        sk.tasks_needed(0.0, 0.15)
