@@ -222,8 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     _staging_arguments(run)
     run.add_argument("--timeout", type=float, default=60, metavar="S", help="seconds (default 60)")
     run.add_argument("--net", action="store_true", help="allow network access (default: none)")
-    run.add_argument("--no-sandbox", action="store_true",
-                     help="run unconfined where neither bwrap nor Landlock can confine it")  # fmt: skip
+    unconfined = "run unconfined where neither bwrap nor Landlock can confine it"
+    run.add_argument("--no-sandbox", action="store_true", help=unconfined)
     run.add_argument("cmd", nargs="*", metavar="CMD", help="the command, after '--'")
     run.set_defaults(run=cmd_run)
 
