@@ -102,6 +102,7 @@ class _ToolAgent:
 
     simulated = False
     tool_calling = True  # sk.experiment runs `episode` instead of the propose/stage loop
+    name: str  # on the timeline and in the results, e.g. "openai-tools(gpt-4.1)"
 
     def __init__(self, model: str, base_url: str | None, max_turns: int, system: str) -> None:
         self.model, self.base_url, self.max_turns, self.system = (model, base_url, max_turns,

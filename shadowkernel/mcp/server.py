@@ -123,9 +123,10 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
         return CallToolResult(content=[text], structured_content=structured)
 
     call.__signature__ = signature(spec)  # type: ignore[attr-defined]
+    hints = ToolAnnotations.model_validate(spec.hints.as_mcp())
     tool = Tool.from_function(call, name=spec.name, description=spec.description,
                               context_kwarg="ctx", structured_output=True,
-                              annotations=ToolAnnotations(**spec.hints.as_mcp()))  # fmt: skip
+                              annotations=hints)  # fmt: skip
     tool.parameters = spec.input_schema()  # the table's schema, exactly as agents see it
     return tool
 
@@ -157,12 +158,22 @@ async def with_progress(ctx: Context, tool: str, work: Callable[[], Any]) -> Any
     return answer[0]
 
 
+class _Collect(logging.Handler):
+    """Keeps the warnings it is handed."""
+
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.WARNING)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @contextlib.contextmanager
 def forwarded_warnings() -> Iterator[list[logging.LogRecord]]:
     """The package's warnings logged meanwhile (any thread), for the client's log."""
     records: list[logging.LogRecord] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = records.append  # type: ignore[method-assign]
+    handler = _Collect(records)
     logger = logging.getLogger("shadowkernel")
     logger.addHandler(handler)
     try:

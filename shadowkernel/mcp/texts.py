@@ -34,7 +34,7 @@ def summary(tool: str, result: Mapping[str, Any]) -> str:
     if tool == "run":
         return run_summary(result)
     if tool == "read_file":  # the text itself, not escaped again in JSON
-        return result["content"]
+        return str(result["content"])
     return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -25,6 +25,7 @@ import os
 import platform
 import struct
 import tempfile
+from collections.abc import Mapping
 
 # A system call refused, with its errno and the reason; `flag`: refused only when the first
 # argument holds this bit (a filter reads registers, not memory).
@@ -107,7 +108,7 @@ def _ins(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def _refusals(numbers: dict[str, int | None]) -> list[bytes]:
+def _refusals(numbers: Mapping[str, int | None]) -> list[bytes]:
     """After `ld nr`: refuse each listed call; the flagged ones only with their flag."""
     out: list[bytes] = []
     for name, number in numbers.items():
@@ -123,7 +124,7 @@ def _refusals(numbers: dict[str, int | None]) -> list[bytes]:
     return out
 
 
-def _arch_block(numbers: dict[str, int | None], x32: bool = False) -> list[bytes]:
+def _arch_block(numbers: Mapping[str, int | None], x32: bool = False) -> list[bytes]:
     head = [_ins(LD_ABS_W, OFFSET_NR)]
     if x32:  # x32 system calls carry bit 30: refused whole (no program here needs them)
         head += [_ins(JGE, X32_BIT, 0, 1), _ins(RET, RET_ERRNO | errno.ENOSYS)]

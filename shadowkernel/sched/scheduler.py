@@ -109,8 +109,8 @@ class Lane:
         self.key = None
 
 
-# A job returns an Answer (the old (value, outcome) pair is still accepted).
-Job = Callable[[Lane], Awaitable[Answer[T] | tuple[T, str]]]
+# A job brings its lane to the state it needs and returns an Answer.
+Job = Callable[[Lane], Awaitable[Answer[T]]]
 
 
 @dataclass
@@ -179,8 +179,7 @@ class Scheduler:
         lane.switch_seconds = 0.0
         answer: Answer[Any] | None = None
         try:
-            returned = await request.job(lane)
-            answer = returned
+            answer = await request.job(lane)
             ok, outcome = True, answer.outcome
         except asyncio.CancelledError:
             request.future.cancel()

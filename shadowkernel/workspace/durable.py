@@ -325,7 +325,7 @@ def encode_override(override: Override | None, put: Put) -> Any:
         return None
     kind = next(k for k, t in KINDS.items() if isinstance(override, t))
     out: dict[str, Any] = {"kind": kind}
-    for field in dataclasses.fields(override):  # type: ignore[arg-type]
+    for field in dataclasses.fields(override):
         value = getattr(override, field.name)
         if isinstance(value, Blob):
             value = put(value.bytes())
