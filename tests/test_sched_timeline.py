@@ -47,7 +47,7 @@ def test_mime_bundle_matches_the_extension_schema() -> None:
     assert set(data["summary"]) == {"events", "switches", "switch_time", "serve_time", "branches"}
     assert set(data["summary"]["branches"]["a"]) == {"requests", "mean_wait"}
     assert "<svg" in bundle["text/html"] and "<table>" in bundle["text/html"]
-    assert "3 requests, 2 switches" in bundle["text/plain"]
+    assert "3 requests · 2 switches; switching 5.00 ms" in bundle["text/plain"]
 
 
 def test_frame_has_one_row_per_event() -> None:
@@ -101,9 +101,15 @@ def test_request_by_id_describes_it_and_reaches_the_diff() -> None:
     timeline = Timeline([*EVENTS, lint], diff=lambda b, v: seen.append((b, v)) or "+x\n")
     request = timeline.request(7)
     assert str(request).splitlines() == [
-        "request 7: branch b, version 3, lint (lint) on shadow 0",
-        "waited 4.0 ms in the queue, switch 1.0 ms, served 5.0 ms",
-        "2 lints, 1 new",
+        "request 7",
+        "  branch: b",
+        "  version: 3",
+        "  kind: lint",
+        "  shadow: 0",
+        "  queue wait: 4.00 ms",
+        "  switch: 1.00 ms",
+        "  serve: 5.00 ms",
+        "  answer: 2 lints, 1 new",
     ]
     assert request.diff() == "+x\n" and seen == [("b", 3)]
     with pytest.raises(NotFound, match=r"request\(99\): no request with that id .*ids: 0\.\.7"):
