@@ -63,7 +63,10 @@ def test_python_writes_each_events_tooltip_and_request_rows(texts: dict[str, Any
     assert event.describe(CONTRACT["show_lane"]) == texts["tooltip"]
     assert [list(row) for row in event.rows()] == texts["rows"]
     request = str(timeline.request(texts["id"])).splitlines()
-    assert request == [f"request {event.id}", *(f"  {name}: {value}" for name, value in texts["rows"])]
+    assert request == [
+        f"request {event.id}",
+        *(f"  {name}: {value}" for name, value in texts["rows"]),
+    ]
     if event.client:
         assert texts["tooltip"][0].startswith(f"branch {event.branch} ({event.client}) · ")
         assert ["asked by", event.client] in texts["rows"]
