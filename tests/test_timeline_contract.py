@@ -5,6 +5,7 @@ exactly that bundle and those messages from the fixture's events, and writes the
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,10 @@ def test_python_writes_each_events_tooltip_and_request_rows(texts: dict[str, Any
     if event.client:
         assert texts["tooltip"][0].startswith(f"branch {event.branch} ({event.client}) · ")
         assert ["asked by", event.client] in texts["rows"]
+
+
+def test_the_html_fallback_shows_the_same_tooltips_and_who_asked() -> None:
+    page = Timeline(SERVED)._repr_mimebundle_()["text/html"]
+    for texts in CONTRACT["texts"]:
+        assert f"<title>{html.escape('. '.join(texts['tooltip']))}</title>" in page
+    assert "<td>b (claude-code)</td>" in page and "<td>fix-parser (cursor)</td>" in page
