@@ -11,7 +11,7 @@ import pytest
 from shadowkernel.errors import NotFound
 from shadowkernel.run import RunResult
 from shadowkernel.sched import Answer, Lane, Scheduler
-from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, percentile
+from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, format_ms, percentile, to_fixed
 
 
 def event(id: int, branch: str, queued: float, started: float, switch: float, finished: float,
@@ -61,6 +61,17 @@ def test_percentile_interpolates() -> None:
     assert percentile([], 0.5) == 0.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
     assert percentile([1.0, 2.0], 0.95) == 1.95
+
+
+def test_numbers_are_written_as_javascripts_to_fixed_writes_them() -> None:
+    # Ties exact in binary round away from zero (Python's format rounds them to even).
+    assert [to_fixed(1234.5, 0), to_fixed(1.125, 2), to_fixed(12.25, 1)] == ["1235", "1.13", "12.3"]
+    assert [to_fixed(-0.0, 2), to_fixed(-1e-18, 2), to_fixed(2.0, 3)] == ["0.00", "-0.00", "2.000"]
+    assert [format_ms(0.0012), format_ms(0.027), format_ms(12.3456)] == [
+        "1.20 ms",
+        "27.0 ms",
+        "12346 ms",
+    ]
 
 
 def test_the_timeline_reads_each_jobs_answer_and_still_takes_the_old_pair() -> None:

@@ -35,6 +35,9 @@ def test_the_fixture_covers_what_the_contract_is_about() -> None:
     assert any(e["switch"] > 0 for e in events) and any(not e["ok"] for e in events)
     assert any(e["client"] for e in events) and any(not e["client"] for e in events)
     assert [e.id for e in SERVED] != [e["id"] for e in events], "the feed's order is not sorted"
+    # 0.001125 s is 1.125 ms exactly in binary: a tie, which JavaScript rounds up (1.13)
+    # and Python's format to even (1.12).
+    assert any("queued at 1.13 ms" in t["tooltip"][2] for t in CONTRACT["texts"])
 
 
 def test_python_sends_exactly_the_bundle() -> None:

@@ -18,6 +18,7 @@ import html
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Generic, Literal, TypeVar
 
 import pandas as pd
@@ -110,12 +111,19 @@ def format_ms(seconds: float) -> str:
     """A duration in milliseconds with precision that suits its size."""
     ms = seconds * 1000
     digits = 2 if abs(ms) < 10 else 1 if abs(ms) < 1000 else 0
-    return f"{ms:.{digits}f} ms"
+    return f"{to_fixed(ms, digits)} ms"
 
 
 def format_time(seconds: float) -> str:
     """A moment (seconds since the workspace started): in ms under a second, else in s."""
-    return format_ms(seconds) if seconds < 1 else f"{seconds:.3f} s"
+    return format_ms(seconds) if seconds < 1 else f"{to_fixed(seconds, 3)} s"
+
+
+def to_fixed(x: float, digits: int) -> str:
+    """`x` with `digits` decimals as JavaScript's `toFixed` writes it: a tie (exact in binary,
+    as 1234.5 ms) rounds away from zero, where Python's format rounds it to even."""
+    exact = Decimal(x + 0.0)  # + 0.0: no "-0.00", as toFixed writes none
+    return str(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def plural(n: int, one: str, many: str = "") -> str:
@@ -171,7 +179,7 @@ class Summary:
         return [
             f"{plural(self.events, 'request')} · {plural(self.switches, 'switch', 'switches')}",
             f"switching {format_ms(self.switch_time)} vs serving {format_ms(serving)} "
-            f"({share:.1f}% of busy time)",
+            f"({to_fixed(share, 1)}% of busy time)",
             f"mean wait: {waits or 'none yet'}",
         ]
 
