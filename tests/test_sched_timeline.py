@@ -74,12 +74,12 @@ def test_numbers_are_written_as_javascripts_to_fixed_writes_them() -> None:
     ]
 
 
-def test_the_timeline_reads_each_jobs_answer_and_still_takes_the_old_pair() -> None:
+def test_the_timeline_reads_each_jobs_answer() -> None:
     run = RunResult(("python", "x.py"), 2, "", "", False, False, 0.1, False, {}, "fuse", True,
                     False)  # fmt: skip
     answers: list[Any] = [
         Answer(["l1", "l2", "l3"], "3 lints (1 new)", lints=3, new_lints=1),
-        (run, "exit 2"),  # the (value, outcome) pair jobs returned before Answer
+        Answer(run, "exit 2", exit_code=run.exit_code),
         Answer([], "0 locations"),
     ]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from shadowkernel.kernel.live import delta, snapshot
-from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, summarize
+from shadowkernel.sched.timeline import MIME_TYPE, OUTSIDE, Event, Timeline, summarize
 
 FIXTURE = Path(__file__).parent / "fixtures" / "timeline_contract.json"
 CONTRACT: dict[str, Any] = json.loads(FIXTURE.read_text())
@@ -30,7 +30,9 @@ def as_json(value: Any) -> Any:
 
 def test_the_fixture_covers_what_the_contract_is_about() -> None:
     events = BUNDLE["events"]
-    assert len({e["branch"] for e in events}) >= 3 and len({e["lane"] for e in events}) > 1
+    assert len({e["branch"] for e in events}) >= 3 and {0, 1, OUTSIDE} <= {
+        e["lane"] for e in events
+    }
     assert {e["kind"] for e in events} == {"lint", "navigation", "run"}
     assert any(e["switch"] > 0 for e in events) and any(not e["ok"] for e in events)
     assert any(e["client"] for e in events) and any(not e["client"] for e in events)
@@ -71,6 +73,8 @@ def test_python_writes_each_events_tooltip_and_request_rows(texts: dict[str, Any
         f"request {event.id}",
         *(f"  {name}: {value}" for name, value in texts["rows"]),
     ]
+    if event.lane == OUTSIDE:  # said even when the lanes are not shown
+        assert "a view of its own" in event.describe(show_lane=False)[0]
     if event.client:
         assert texts["tooltip"][0].startswith(f"branch {event.branch} ({event.client}) · ")
         assert ["asked by", event.client] in texts["rows"]

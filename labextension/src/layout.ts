@@ -20,6 +20,9 @@ export type Kind = 'lint' | 'navigation' | 'run';
 
 export const KINDS: readonly Kind[] = ['lint', 'navigation', 'run'];
 
+/** The lane of a request served outside the shadows (a run in a view of its own). */
+export const OUTSIDE = -1;
+
 export interface TimelineEvent {
   readonly id: number;
   readonly branch: string;
@@ -27,7 +30,7 @@ export interface TimelineEvent {
   /** The precise operation: lint, definition, references, hover, symbols, run. */
   readonly op: string;
   readonly kind: Kind;
-  /** Which shadow served it, when several run side by side. */
+  /** Which shadow served it, when several run side by side; OUTSIDE: none. */
   readonly lane: number;
   readonly queued: number;
   /** The shadow began serving; the switch is the first part of [started, finished]. */

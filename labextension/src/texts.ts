@@ -4,7 +4,7 @@
  * writes the same texts (sched/timeline.py: `Event.describe`, `Event.rows`,
  * `Summary.lines`); tests/fixtures/timeline_contract.json holds what both must produce.
  */
-import type { Summary, TimelineEvent } from './layout';
+import { OUTSIDE, type Summary, type TimelineEvent } from './layout';
 
 /** A duration in milliseconds with precision that suits its size. */
 export function formatMs(seconds: number): string {
@@ -33,8 +33,8 @@ function opText(e: TimelineEvent): string {
  */
 export function describeEvent(e: TimelineEvent, showLane = false): string[] {
   const head = [`branch ${who(e)}`, `version ${e.version}`, opText(e)];
-  if (showLane) {
-    head.push(`shadow ${e.lane}`);
+  if (showLane || e.lane === OUTSIDE) {
+    head.push(e.lane === OUTSIDE ? 'a view of its own' : `shadow ${e.lane}`);
   }
   const lines = [
     head.join(' · '),
@@ -91,7 +91,7 @@ export function requestRows(e: TimelineEvent): [string, string][] {
     ...(e.client ? [['asked by', e.client] as [string, string]] : []),
     ['version', String(e.version)],
     ['kind', opText(e)],
-    ['shadow', String(e.lane)],
+    ['shadow', e.lane === OUTSIDE ? 'none: a view of its own' : String(e.lane)],
     ['queue wait', formatMs(e.started - e.queued)],
     ['switch', formatMs(e.switch)],
     ['serve', formatMs(e.finished - e.started - e.switch)],

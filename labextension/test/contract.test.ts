@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { describeEvent, parseTimeline, requestRows, summaryLines } from '../src/layout';
+import { describeEvent, OUTSIDE, parseTimeline, requestRows, summaryLines } from '../src/layout';
 import { fromBundle, merge } from '../src/live';
 
 // Compiled to lib-test/test/: the fixture is in the repository's tests/fixtures/.
@@ -54,6 +54,9 @@ describe('the timeline contract', () => {
       const expected = contract.texts[i]!;
       assert.deepEqual(describeEvent(e, contract.show_lane), expected.tooltip, `tooltip of ${e.id}`);
       assert.deepEqual(requestRows(e), expected.rows, `rows of ${e.id}`);
+      if (e.lane === OUTSIDE) {
+        assert.match(describeEvent(e, false)[0]!, / · a view of its own$/, 'said even when the lanes are not shown');
+      }
       if (e.client) {
         assert.match(describeEvent(e)[0]!, new RegExp(`^branch ${e.branch} \\(${e.client}\\) · `));
         assert.deepEqual(requestRows(e)[1], ['asked by', e.client]);

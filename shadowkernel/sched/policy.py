@@ -51,6 +51,11 @@ class RequestQueue(Generic[T]):
         self._pending.setdefault(branch, deque()).append(ticket)
         return ticket
 
+    def take_id(self) -> int:
+        """A ticket id for work served outside the queue (a run in its own view)."""
+        self._next_id += 1
+        return self._next_id - 1
+
     def __len__(self) -> int:
         return sum(len(q) for q in self._pending.values())
 

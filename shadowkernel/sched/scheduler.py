@@ -27,7 +27,7 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
 from .policy import SINGLE_FILE_SERVERS, Policy, RequestQueue
-from .timeline import Answer, Event, Kind, legacy_answer
+from .timeline import OUTSIDE, Answer, Event, Kind
 
 T = TypeVar("T")
 
@@ -179,7 +179,7 @@ class Scheduler:
         answer: Answer[Any] | None = None
         try:
             returned = await request.job(lane)
-            answer = returned if isinstance(returned, Answer) else legacy_answer(returned)
+            answer = returned
             ok, outcome = True, answer.outcome
         except asyncio.CancelledError:
             request.future.cancel()
@@ -197,6 +197,17 @@ class Scheduler:
                   request.queued, started, lane.switch_seconds, self.now(), ok, outcome,
                   request.client, *counts)
         )  # fmt: skip
+
+    def record(self, branch: str, version: int, kind: Kind, op: str, queued: float,
+               started: float, *, switch: float = 0.0, ok: bool = True, outcome: str = "",
+               exit_code: int | None = None) -> Event:  # fmt: skip
+        """Put work served outside the lanes on the timeline, ending now: a run in a view of
+        its own (lane -1), which waited `started - queued` for its turn."""
+        event = Event(self.queue.take_id(), branch, version, op, kind, OUTSIDE, queued, started,
+                      switch, self.now(), ok, outcome, _CLIENT.get(),
+                      exit_code=exit_code)  # fmt: skip
+        self.events.append(event)
+        return event
 
     async def close(self) -> None:
         for task in self._workers:

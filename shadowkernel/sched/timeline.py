@@ -29,6 +29,7 @@ MIME_TYPE = "application/vnd.shadowkernel.timeline+json"
 SCHEMA = 1
 
 Kind = Literal["lint", "navigation", "run"]
+OUTSIDE = -1  # the lane of an event served outside the lanes (a run in a view of its own)
 T = TypeVar("T")
 
 
@@ -39,7 +40,7 @@ class Event:
     version: int
     op: str  # lint, definition, references, hover, symbols, run
     kind: Kind
-    lane: int
+    lane: int  # OUTSIDE (-1): served outside the lanes (a run in a view of its own)
     queued: float
     started: float
     switch: float
@@ -69,8 +70,8 @@ class Event:
         """The request as the extension's tooltip shows it (texts.ts `describeEvent`); joined
         with ". " it is the bar's accessible name, and the title of the HTML fallback's bar."""
         head = [f"branch {self.who}", f"version {self.version}", self._op()]
-        if show_lane:
-            head.append(f"shadow {self.lane}")
+        if show_lane or self.lane == OUTSIDE:
+            head.append(f"shadow {self.lane}" if self.lane != OUTSIDE else "a view of its own")
         lines = [
             " · ".join(head),
             f"waited {format_ms(self.wait)} · switch {format_ms(self.switch)} · "
@@ -92,7 +93,7 @@ class Event:
             *([("asked by", self.client)] if self.client else []),
             ("version", str(self.version)),
             ("kind", self._op()),
-            ("shadow", str(self.lane)),
+            ("shadow", str(self.lane) if self.lane != OUTSIDE else "none: a view of its own"),
             ("queue wait", format_ms(self.wait)),
             ("switch", format_ms(self.switch)),
             ("serve", format_ms(self.serve - self.switch)),
@@ -140,14 +141,6 @@ class Answer(Generic[T]):
     lints: int | None = None
     new_lints: int | None = None
     exit_code: int | None = None
-
-
-def legacy_answer(result: tuple[Any, str]) -> Answer[Any]:
-    """A job's old `(value, outcome)` pair as an Answer: a value with an `exit_code` (a run)
-    gives it. Accepted until every job returns an Answer."""
-    value, outcome = result
-    code = getattr(value, "exit_code", None)
-    return Answer(value, outcome, exit_code=code if isinstance(code, int) else None)
 
 
 COLUMNS = tuple(f.name for f in fields(Event))
