@@ -74,7 +74,7 @@ def test_python_writes_each_events_tooltip_and_request_rows(texts: dict[str, Any
         *(f"  {name}: {value}" for name, value in texts["rows"]),
     ]
     if event.lane == OUTSIDE:  # said even when the lanes are not shown
-        assert "a view of its own" in event.describe(show_lane=False)[0]
+        assert "in a view of its own" in event.describe(show_lane=False)[0]
     if event.client:
         assert texts["tooltip"][0].startswith(f"branch {event.branch} ({event.client}) · ")
         assert ["asked by", event.client] in texts["rows"]

@@ -34,7 +34,7 @@ function opText(e: TimelineEvent): string {
 export function describeEvent(e: TimelineEvent, showLane = false): string[] {
   const head = [`branch ${who(e)}`, `version ${e.version}`, opText(e)];
   if (showLane || e.lane === OUTSIDE) {
-    head.push(e.lane === OUTSIDE ? 'a view of its own' : `shadow ${e.lane}`);
+    head.push(e.lane === OUTSIDE ? 'in a view of its own' : `shadow ${e.lane}`);
   }
   const lines = [
     head.join(' · '),
@@ -91,7 +91,7 @@ export function requestRows(e: TimelineEvent): [string, string][] {
     ...(e.client ? [['asked by', e.client] as [string, string]] : []),
     ['version', String(e.version)],
     ['kind', opText(e)],
-    ['shadow', e.lane === OUTSIDE ? 'none: a view of its own' : String(e.lane)],
+    ['shadow', e.lane === OUTSIDE ? 'none, in a view of its own' : String(e.lane)],
     ['queue wait', formatMs(e.started - e.queued)],
     ['switch', formatMs(e.switch)],
     ['serve', formatMs(e.finished - e.started - e.switch)],

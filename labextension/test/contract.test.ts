@@ -55,7 +55,7 @@ describe('the timeline contract', () => {
       assert.deepEqual(describeEvent(e, contract.show_lane), expected.tooltip, `tooltip of ${e.id}`);
       assert.deepEqual(requestRows(e), expected.rows, `rows of ${e.id}`);
       if (e.lane === OUTSIDE) {
-        assert.match(describeEvent(e, false)[0]!, / · a view of its own$/, 'said even when the lanes are not shown');
+        assert.match(describeEvent(e, false)[0]!, / · in a view of its own$/, 'said even when the lanes are not shown');
       }
       if (e.client) {
         assert.match(describeEvent(e)[0]!, new RegExp(`^branch ${e.branch} \\(${e.client}\\) · `));

@@ -71,7 +71,7 @@ class Event:
         with ". " it is the bar's accessible name, and the title of the HTML fallback's bar."""
         head = [f"branch {self.who}", f"version {self.version}", self._op()]
         if show_lane or self.lane == OUTSIDE:
-            head.append(f"shadow {self.lane}" if self.lane != OUTSIDE else "a view of its own")
+            head.append(f"shadow {self.lane}" if self.lane != OUTSIDE else "in a view of its own")
         lines = [
             " · ".join(head),
             f"waited {format_ms(self.wait)} · switch {format_ms(self.switch)} · "
@@ -93,7 +93,7 @@ class Event:
             *([("asked by", self.client)] if self.client else []),
             ("version", str(self.version)),
             ("kind", self._op()),
-            ("shadow", str(self.lane) if self.lane != OUTSIDE else "none: a view of its own"),
+            ("shadow", str(self.lane) if self.lane != OUTSIDE else "none, in a view of its own"),
             ("queue wait", format_ms(self.wait)),
             ("switch", format_ms(self.switch)),
             ("serve", format_ms(self.serve - self.switch)),
