@@ -6,8 +6,8 @@
  * The kernel numbers its events by their position in an append-only list: a snapshot
  * carries the first `seq` events, an `events` message the events from position `from` up
  * to `seq`, with the kernel's summary of all `seq` events (shown as sent: the summary is
- * computed in the kernel only). A message whose `from` is beyond what we have means one was missed: the state
- * stays as it is and the caller asks for a snapshot.
+ * computed in the kernel only). A message whose `from` is beyond what we have means one was
+ * missed: the state stays as it is and the caller asks for a snapshot.
  */
 import { parseEvent, parseSummary, parseTimeline, Summary, Timeline, TimelineDataError, TimelineEvent } from './layout';
 
