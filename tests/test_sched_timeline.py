@@ -11,7 +11,7 @@ import pytest
 from shadowkernel.errors import NotFound
 from shadowkernel.run import RunResult
 from shadowkernel.sched import Answer, Lane, Scheduler
-from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, percentile
+from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, format_ms, percentile, to_fixed
 
 
 def event(id: int, branch: str, queued: float, started: float, switch: float, finished: float,
@@ -47,7 +47,7 @@ def test_mime_bundle_matches_the_extension_schema() -> None:
     assert set(data["summary"]) == {"events", "switches", "switch_time", "serve_time", "branches"}
     assert set(data["summary"]["branches"]["a"]) == {"requests", "mean_wait"}
     assert "<svg" in bundle["text/html"] and "<table>" in bundle["text/html"]
-    assert "3 requests, 2 switches" in bundle["text/plain"]
+    assert "3 requests · 2 switches; switching 5.00 ms" in bundle["text/plain"]
 
 
 def test_frame_has_one_row_per_event() -> None:
@@ -63,12 +63,23 @@ def test_percentile_interpolates() -> None:
     assert percentile([1.0, 2.0], 0.95) == 1.95
 
 
+def test_numbers_are_written_as_javascripts_to_fixed_writes_them() -> None:
+    # Ties exact in binary round away from zero (Python's format rounds them to even).
+    assert [to_fixed(1234.5, 0), to_fixed(1.125, 2), to_fixed(12.25, 1)] == ["1235", "1.13", "12.3"]
+    assert [to_fixed(-0.0, 2), to_fixed(-1e-18, 2), to_fixed(2.0, 3)] == ["0.00", "-0.00", "2.000"]
+    assert [format_ms(0.0012), format_ms(0.027), format_ms(12.3456)] == [
+        "1.20 ms",
+        "27.0 ms",
+        "12346 ms",
+    ]
+
+
 def test_the_timeline_reads_each_jobs_answer() -> None:
     run = RunResult(("python", "x.py"), 2, "", "", False, False, 0.1, False, {}, "fuse", True,
                     False)  # fmt: skip
     answers: list[Any] = [
         Answer(["l1", "l2", "l3"], "3 lints (1 new)", lints=3, new_lints=1),
-        Answer(run, "exit 2", exit_code=2),
+        Answer(run, "exit 2", exit_code=run.exit_code),
         Answer([], "0 locations"),
     ]
 
@@ -101,9 +112,15 @@ def test_request_by_id_describes_it_and_reaches_the_diff() -> None:
     timeline = Timeline([*EVENTS, lint], diff=lambda b, v: seen.append((b, v)) or "+x\n")
     request = timeline.request(7)
     assert str(request).splitlines() == [
-        "request 7: branch b, version 3, lint (lint) on shadow 0",
-        "waited 4.0 ms in the queue, switch 1.0 ms, served 5.0 ms",
-        "2 lints, 1 new",
+        "request 7",
+        "  branch: b",
+        "  version: 3",
+        "  kind: lint",
+        "  shadow: 0",
+        "  queue wait: 4.00 ms",
+        "  switch: 1.00 ms",
+        "  serve: 5.00 ms",
+        "  answer: 2 lints, 1 new",
     ]
     assert request.diff() == "+x\n" and seen == [("b", 3)]
     with pytest.raises(NotFound, match=r"request\(99\): no request with that id .*ids: 0\.\.7"):

@@ -1,7 +1,9 @@
 /**
  * The timeline as plain data: reading the MIME bundle, rows, the time scale, zoom and
  * pan, axis ticks; texts.ts (re-exported here) has every text the view shows (tooltip,
- * summary, request). No DOM here, so all of it is unit-tested under node (see
+ * summary, request). The bundle's contract, texts included, is
+ * tests/fixtures/timeline_contract.json, which the Python tests check too; the summary is
+ * the kernel's (sched/timeline.py), shown as sent, never recomputed here. No DOM here, so all of it is unit-tested under node (see
  * ../test/layout.test.ts); the view only draws what these functions return.
  *
  * Times are seconds since the workspace started, as the kernel emits them.
@@ -18,6 +20,9 @@ export type Kind = 'lint' | 'navigation' | 'run';
 
 export const KINDS: readonly Kind[] = ['lint', 'navigation', 'run'];
 
+/** The lane of a request served outside the shadows (a run in a view of its own). */
+export const OUTSIDE = -1;
+
 export interface TimelineEvent {
   readonly id: number;
   readonly branch: string;
@@ -25,7 +30,7 @@ export interface TimelineEvent {
   /** The precise operation: lint, definition, references, hover, symbols, run. */
   readonly op: string;
   readonly kind: Kind;
-  /** Which shadow served it, when several run side by side. */
+  /** Which shadow served it, when several run side by side; OUTSIDE: none. */
   readonly lane: number;
   readonly queued: number;
   /** The shadow began serving; the switch is the first part of [started, finished]. */
@@ -34,6 +39,8 @@ export interface TimelineEvent {
   readonly finished: number;
   readonly ok: boolean;
   readonly outcome: string;
+  /** Who asked, when not the notebook itself (an MCP client's name); '' otherwise. */
+  readonly client: string;
   /** The answer's summary, when the kernel recorded one (lints; runs). */
   readonly lints?: number;
   readonly new_lints?: number;
@@ -128,6 +135,7 @@ export function parseEvent(raw: unknown, index: number): TimelineEvent {
     finished,
     ok: field(where, raw, 'ok', isBoolean, 'true or false', true),
     outcome: field(where, raw, 'outcome', isString, 'a string', ''),
+    client: field(where, raw, 'client', isString, 'a string', ''),
     ...answerCounts(where, raw)
   };
 }
@@ -159,56 +167,38 @@ export function parseTimeline(data: unknown): Timeline {
   return {
     title: field('timeline', data, 'title', isString, 'a string', 'shadow timeline'),
     events,
-    summary: parseSummary(data.summary) ?? computeSummary(events),
+    summary: parseSummary(data.summary),
     simulated: field('timeline', data, 'simulated', isBoolean, 'true or false', false)
   };
 }
 
-/** The kernel's summary when it is well formed; otherwise undefined (we compute one). */
-export function parseSummary(raw: unknown): Summary | undefined {
-  if (!isObject(raw) || !isObject(raw.branches)) {
-    return undefined;
+/**
+ * The kernel's summary (the bundle's, or a live message's), checked field by field. The
+ * kernel computes it; a bundle without one does not match the contract.
+ */
+export function parseSummary(raw: unknown): Summary {
+  const where = 'summary';
+  if (!isObject(raw)) {
+    throw new TimelineDataError(`the timeline needs the kernel's "summary", got ${JSON.stringify(raw)}`);
   }
-  const numbers = ['events', 'switches', 'switch_time', 'serve_time'] as const;
-  if (!numbers.every(name => isFiniteNumber(raw[name]))) {
-    return undefined;
-  }
+  const num = (obj: Fields, at: string, name: string): number =>
+    field(at, obj, name, isFiniteNumber, 'a finite number');
+  const rawBranches = field(where, raw, 'branches', isObject, 'an object');
   const branches: Record<string, BranchSummary> = {};
-  for (const [name, entry] of Object.entries(raw.branches)) {
-    if (!isObject(entry) || !isFiniteNumber(entry.requests) || !isFiniteNumber(entry.mean_wait)) {
-      return undefined;
+  for (const [name, entry] of Object.entries(rawBranches)) {
+    const at = `summary of branch ${JSON.stringify(name)}`;
+    if (!isObject(entry)) {
+      throw new TimelineDataError(`${at} must be an object`);
     }
-    branches[name] = { requests: entry.requests, mean_wait: entry.mean_wait };
+    branches[name] = { requests: num(entry, at, 'requests'), mean_wait: num(entry, at, 'mean_wait') };
   }
   return {
-    events: raw.events as number,
-    switches: raw.switches as number,
-    switch_time: raw.switch_time as number,
-    serve_time: raw.serve_time as number,
+    events: num(raw, where, 'events'),
+    switches: num(raw, where, 'switches'),
+    switch_time: num(raw, where, 'switch_time'),
+    serve_time: num(raw, where, 'serve_time'),
     branches
   };
-}
-
-/** The summary the kernel would send, for bundles that carry none. */
-export function computeSummary(events: readonly TimelineEvent[]): Summary {
-  const branches: Record<string, BranchSummary> = {};
-  for (const e of events) {
-    const b = branches[e.branch] ?? { requests: 0, mean_wait: 0 };
-    const requests = b.requests + 1;
-    const wait = e.started - e.queued;
-    branches[e.branch] = { requests, mean_wait: b.mean_wait + (wait - b.mean_wait) / requests };
-  }
-  return {
-    events: events.length,
-    switches: events.filter(e => e.switch > 0).length,
-    switch_time: sum(events.map(e => e.switch)),
-    serve_time: sum(events.map(e => e.finished - e.started)),
-    branches
-  };
-}
-
-function sum(values: readonly number[]): number {
-  return values.reduce((a, b) => a + b, 0);
 }
 
 // ---------------------------------------------------------------------------------

@@ -5,10 +5,11 @@
  *
  * The kernel numbers its events by their position in an append-only list: a snapshot
  * carries the first `seq` events, an `events` message the events from position `from` up
- * to `seq`. A message whose `from` is beyond what we have means one was missed: the state
- * stays as it is and the caller asks for a snapshot.
+ * to `seq`, with the kernel's summary of all `seq` events (shown as sent: the summary is
+ * computed in the kernel only). A message whose `from` is beyond what we have means one was
+ * missed: the state stays as it is and the caller asks for a snapshot.
  */
-import { computeSummary, parseEvent, parseTimeline, Timeline, TimelineDataError, TimelineEvent } from './layout';
+import { parseEvent, parseSummary, parseTimeline, Summary, Timeline, TimelineDataError, TimelineEvent } from './layout';
 
 /** What the bundle says about its feed: which one, on which comm target, and where it stood. */
 export interface LiveInfo {
@@ -76,12 +77,14 @@ export function merge(state: LiveState, message: unknown): Merge {
     return { kind: 'unchanged', state };
   }
   const fresh = msg.events.slice(state.seq - from).map((raw, i) => parseEvent(raw, state.seq + i));
-  return { kind: 'updated', state: { timeline: withEvents(state.timeline, fresh), seq } };
+  const timeline = withEvents(state.timeline, fresh, parseSummary(msg.summary));
+  return { kind: 'updated', state: { timeline, seq } };
 }
 
-/** The timeline grown by `fresh` events (an event id already held is replaced). */
-export function withEvents(timeline: Timeline, fresh: readonly TimelineEvent[]): Timeline {
+/** The timeline grown by `fresh` events (an event id already held is replaced), with the
+ * kernel's summary of them all. */
+export function withEvents(timeline: Timeline, fresh: readonly TimelineEvent[], summary: Summary): Timeline {
   const ids = new Set(fresh.map(e => e.id));
   const events = [...timeline.events.filter(e => !ids.has(e.id)), ...fresh];
-  return { ...timeline, events, summary: computeSummary(events) };
+  return { ...timeline, events, summary };
 }

@@ -1,8 +1,10 @@
 /**
  * Every text the timeline shows, as plain data: the tooltip (which is also each bar's
- * accessible name), the summary, the request panel's rows, durations and labels.
+ * accessible name), the summary, the request panel's rows, durations and labels. The kernel
+ * writes the same texts (sched/timeline.py: `Event.describe`, `Event.rows`,
+ * `Summary.lines`); tests/fixtures/timeline_contract.json holds what both must produce.
  */
-import type { Summary, TimelineEvent } from './layout';
+import { OUTSIDE, type Summary, type TimelineEvent } from './layout';
 
 /** A duration in milliseconds with precision that suits its size. */
 export function formatMs(seconds: number): string {
@@ -11,23 +13,34 @@ export function formatMs(seconds: number): string {
   return `${ms.toFixed(digits)} ms`;
 }
 
+/** A moment (seconds since the workspace started): in ms under a second, else in s. */
+export function formatTime(seconds: number): string {
+  return seconds < 1 ? formatMs(seconds) : `${seconds.toFixed(3)} s`;
+}
+
+/** The branch, and the client that asked when it was not the notebook itself. */
+export function who(e: TimelineEvent): string {
+  return e.client ? `${e.branch} (${e.client})` : e.branch;
+}
+
+function opText(e: TimelineEvent): string {
+  return e.op === e.kind ? e.op : `${e.op} (${e.kind})`;
+}
+
 /**
  * What the tooltip shows, one line each; joined, the same text is the bar's
  * aria-label, so keyboard and screen-reader users get what the pointer shows.
  */
 export function describeEvent(e: TimelineEvent, showLane = false): string[] {
-  const head = [`branch ${e.branch}`, `version ${e.version}`, e.op];
-  if (e.op !== e.kind) {
-    head.push(`(${e.kind})`);
-  }
-  if (showLane) {
-    head.push(`shadow ${e.lane}`);
+  const head = [`branch ${who(e)}`, `version ${e.version}`, opText(e)];
+  if (showLane || e.lane === OUTSIDE) {
+    head.push(e.lane === OUTSIDE ? 'in a view of its own' : `shadow ${e.lane}`);
   }
   const lines = [
     head.join(' · '),
     `waited ${formatMs(e.started - e.queued)} · switch ${formatMs(e.switch)} · ` +
       `served ${formatMs(e.finished - e.started - e.switch)}`,
-    `queued at ${formatMs(e.queued)}, finished at ${formatMs(e.finished)}`
+    `queued at ${formatTime(e.queued)}, finished at ${formatTime(e.finished)}`
   ];
   const outcome = [e.ok ? '' : 'failed', e.outcome].filter(Boolean).join(': ');
   if (outcome) {
@@ -72,14 +85,16 @@ export function requestRows(e: TimelineEvent): [string, string][] {
     e.new_lints !== undefined ? `${e.new_lints} new` : '',
     e.exit_code !== undefined ? `exit code ${e.exit_code}` : ''
   ].filter(Boolean);
+  const answerText = answer.join(', ') || e.outcome || 'none';
   return [
     ['branch', e.branch],
+    ...(e.client ? [['asked by', e.client] as [string, string]] : []),
     ['version', String(e.version)],
-    ['kind', e.op === e.kind ? e.kind : `${e.op} (${e.kind})`],
-    ['shadow', String(e.lane)],
+    ['kind', opText(e)],
+    ['shadow', e.lane === OUTSIDE ? 'none, in a view of its own' : String(e.lane)],
     ['queue wait', formatMs(e.started - e.queued)],
     ['switch', formatMs(e.switch)],
     ['serve', formatMs(e.finished - e.started - e.switch)],
-    ['answer', [e.ok ? '' : 'failed', answer.join(', ') || e.outcome || 'none'].filter(Boolean).join(': ')]
+    ['answer', e.ok ? answerText : `failed: ${answerText}`]
   ];
 }

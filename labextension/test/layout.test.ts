@@ -7,7 +7,6 @@ import { describe, test } from 'node:test';
 import {
   assignRows,
   clampView,
-  computeSummary,
   describeEvent,
   formatMs,
   formatTick,
@@ -43,6 +42,7 @@ function event(overrides: Partial<TimelineEvent> & { id: number; branch: string 
     finished: 0.01,
     ok: true,
     outcome: '',
+    client: '',
     ...overrides
   };
 }
@@ -63,7 +63,8 @@ const CONTRACT_EXAMPLE = {
       switch: 0.0012,
       finished: 0.031,
       ok: true,
-      outcome: '3 lints (1 new)'
+      outcome: '3 lints (1 new)',
+      client: ''
     }
   ],
   summary: {
@@ -108,49 +109,35 @@ describe('parseTimeline', () => {
   test('fills optional fields and clamps times out of order', () => {
     const t = parseTimeline({
       schema: 1,
-      events: [{ branch: 'b', version: 1, op: 'run', kind: 'run', queued: 1, started: 0.5, finished: 0.9 }]
+      events: [{ branch: 'b', version: 1, op: 'run', kind: 'run', queued: 1, started: 0.5, finished: 0.9 }],
+      summary: CONTRACT_EXAMPLE.summary
     });
     const e = t.events[0]!;
     assert.equal(e.id, 0);
     assert.equal(e.lane, 0);
     assert.equal(e.ok, true);
     assert.equal(e.outcome, '');
+    assert.equal(e.client, '');
     assert.equal(e.started, 1);
     assert.equal(e.finished, 1);
     assert.equal(e.switch, 0);
     assert.equal(t.title, 'shadow timeline');
   });
 
-  test('computes the summary when the bundle has none', () => {
+  test("rejects a bundle without the kernel's summary, naming the field", () => {
     const { summary: _unused, ...withoutSummary } = CONTRACT_EXAMPLE;
-    const t = parseTimeline(withoutSummary);
-    close(t.summary.serve_time, 0.027);
-    close(t.summary.switch_time, 0.0012);
-    assert.equal(t.summary.switches, 1);
-    close(t.summary.branches.a!.mean_wait, 0.004);
+    assert.throws(() => parseTimeline(withoutSummary), /needs the kernel's "summary"/);
+    const badBranch = { ...CONTRACT_EXAMPLE, summary: { ...CONTRACT_EXAMPLE.summary, branches: { a: { requests: 1 } } } };
+    assert.throws(() => parseTimeline(badBranch), /summary of branch "a": "mean_wait" must be a finite number/);
+    const noCount = { ...CONTRACT_EXAMPLE, summary: { ...CONTRACT_EXAMPLE.summary, switches: null } };
+    assert.throws(() => parseTimeline(noCount), /summary: "switches" must be a finite number, got null/);
   });
 
   test('an empty timeline is valid: a live display starts that way', () => {
-    const t = parseTimeline({ schema: 1, events: [] });
+    const empty = { events: 0, switches: 0, switch_time: 0, serve_time: 0, branches: {} };
+    const t = parseTimeline({ schema: 1, events: [], summary: empty });
     assert.equal(t.events.length, 0);
     assert.deepEqual(fullView(t.events), { start: 0, end: 1 });
-  });
-});
-
-describe('computeSummary', () => {
-  test('counts switches and averages waits per branch', () => {
-    const s = computeSummary([
-      event({ id: 0, branch: 'a', queued: 0, started: 0, switch: 0.001, finished: 0.01 }),
-      event({ id: 1, branch: 'b', queued: 0.002, started: 0.01, switch: 0.002, finished: 0.02 }),
-      event({ id: 2, branch: 'b', queued: 0.012, started: 0.02, switch: 0, finished: 0.03 })
-    ]);
-    assert.equal(s.events, 3);
-    assert.equal(s.switches, 2);
-    close(s.switch_time, 0.003);
-    close(s.serve_time, 0.03);
-    assert.equal(s.branches.b!.requests, 2);
-    close(s.branches.b!.mean_wait, 0.008);
-    close(s.branches.a!.mean_wait, 0);
   });
 });
 
@@ -341,7 +328,7 @@ describe('texts', () => {
   test('the tooltip names the kind when the op differs, a failure and the shadow', () => {
     const e = event({ id: 3, branch: 'b', op: 'definition', kind: 'navigation', ok: false, outcome: 'timeout', lane: 1 });
     const lines = describeEvent(e, true);
-    assert.equal(lines[0], 'branch b · version 1 · definition · (navigation) · shadow 1');
+    assert.equal(lines[0], 'branch b · version 1 · definition (navigation) · shadow 1');
     assert.equal(lines[3], 'failed: timeout');
   });
 
@@ -352,7 +339,8 @@ describe('texts', () => {
       'switching 1.20 ms vs serving 25.8 ms (4.4% of busy time)',
       'mean wait: a 4.00 ms (1 request)'
     ]);
-    assert.match(summaryLines(computeSummary([]))[2]!, /none yet/);
+    const empty = { events: 0, switches: 0, switch_time: 0, serve_time: 0, branches: {} };
+    assert.deepEqual(summaryLines(empty), ['0 requests · 0 switches', 'switching 0.00 ms vs serving 0.00 ms (0.0% of busy time)', 'mean wait: none yet']);
   });
 
   test('long branch names are cut with an ellipsis', () => {

@@ -19,7 +19,8 @@ const e = (id: number, queued: number, started: number, finished: number, sw = 0
   switch: sw,
   finished,
   ok: true,
-  outcome: '2 lints'
+  outcome: '2 lints',
+  client: ''
 });
 
 const EVENTS = [e(0, 0, 0, 1, 0.5), e(1, 0.5, 1, 2), e(2, 3, 3, 4)];

@@ -6,11 +6,12 @@ requests were served); that is what a notebook run headless (nbclient) and a sav
 keep. JupyterLab applies `update_display` only to outputs of a request still in flight, so
 the bundle also names a *feed*: the lab extension opens a comm (target `TARGET`) with the
 feed's id and the last sequence number it has, gets a snapshot, then only new events, each
-message carrying `from` and `seq` (positions in the workspace's append-only event list), so
-a missed message shows as a gap and the extension asks for a snapshot again. This keeps
-working after the cell finished, after a page reload (the extension re-subscribes), and for
-several outputs of one workspace (each its own comm, all fed from one list). A feed unknown
-to the kernel (it restarted) answers `gone`; a closed workspace sends `closed`.
+message carrying `from` and `seq` (positions in the workspace's append-only event list) and
+the summary of the first `seq` events, so a missed message shows as a gap and the extension
+asks for a snapshot again. This keeps working after the cell finished, after a page reload
+(the extension re-subscribes), and for several outputs of one workspace (each its own comm,
+all fed from one list). A feed unknown to the kernel (it restarted) answers `gone`; a closed
+workspace sends `closed`.
 
 Caveat: a comm message is sent from the feed's thread; ipykernel's iopub socket is safe to use
 from any thread (ipywidgets rely on the same), but the messages carry no parent header.
@@ -31,7 +32,7 @@ from typing import Any
 from IPython.display import display
 
 from ..errors import NotFound
-from ..sched.timeline import MIME_TYPE, Event, Timeline
+from ..sched.timeline import MIME_TYPE, Event, Timeline, summarize
 from ..workspace import Workspace
 from .session import Session
 
@@ -68,10 +69,12 @@ def _refresh(feed: Feed, handle: Any, shown: int) -> int:
 
 
 def delta(events: Sequence[Event], since: int) -> dict[str, Any]:
-    """The message that brings a view at `since` up to date: new events only."""
+    """The message that brings a view at `since` up to date: new events only, and the summary
+    of all `seq` of them (the extension shows it as sent: it computes none itself)."""
     seq = len(events)
     return {"type": "events", "from": since, "seq": seq,
-            "events": [asdict(e) for e in events[since:seq]]}  # fmt: skip
+            "events": [asdict(e) for e in events[since:seq]],
+            "summary": asdict(summarize(events[:seq]))}  # fmt: skip
 
 
 def snapshot(events: Sequence[Event], title: str = "shadow timeline") -> dict[str, Any]:

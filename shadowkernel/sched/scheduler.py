@@ -27,10 +27,9 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
 from .policy import SINGLE_FILE_SERVERS, Policy, RequestQueue
-from .timeline import Answer, Event, Kind
+from .timeline import OUTSIDE, Answer, Event, Kind
 
 T = TypeVar("T")
-OUTSIDE = -1  # the lane of an event served outside the lanes (a run in a view of its own)
 
 # Who is asking: set by a face serving an outside client (the MCP server) around its API
 # calls; the context travels with the call into the loop thread, and the event records it.

@@ -4,6 +4,9 @@
 statistics, a pandas DataFrame view and a rich display: the JupyterLab extension renders
 `application/vnd.shadowkernel.timeline+json` (schema 1, see labextension/src/layout.ts), and
 `text/html` is a self-contained table plus SVG so the notebook reads well without it.
+The summary is computed here only, and every text (`Event.describe`, `Event.rows`,
+`Summary.lines`) matches texts.ts: tests/fixtures/timeline_contract.json is the contract that
+both test suites check.
 
 Times are seconds since the workspace started. `switch` is the first part of
 [started, finished]: activating the branch's version and syncing the language servers.
@@ -15,6 +18,7 @@ import html
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Generic, Literal, TypeVar
 
 import pandas as pd
@@ -25,6 +29,7 @@ MIME_TYPE = "application/vnd.shadowkernel.timeline+json"
 SCHEMA = 1
 
 Kind = Literal["lint", "navigation", "run"]
+OUTSIDE = -1  # the lane of an event served outside the lanes (a run in a view of its own)
 T = TypeVar("T")
 
 
@@ -35,7 +40,7 @@ class Event:
     version: int
     op: str  # lint, definition, references, hover, symbols, run
     kind: Kind
-    lane: int  # -1: served outside the lanes (a run in a view of its own)
+    lane: int  # OUTSIDE (-1): served outside the lanes (a run in a view of its own)
     queued: float
     started: float
     switch: float
@@ -56,21 +61,74 @@ class Event:
     def serve(self) -> float:
         return self.finished - self.started
 
-    def describe(self) -> list[str]:
-        """The request as a few lines: what the extension's request panel shows too."""
+    @property
+    def who(self) -> str:
+        """The branch, and the client that asked when it was not the notebook itself."""
+        return f"{self.branch} ({self.client})" if self.client else self.branch
+
+    def describe(self, show_lane: bool = False) -> list[str]:
+        """The request as the extension's tooltip shows it (texts.ts `describeEvent`); joined
+        with ". " it is the bar's accessible name, and the title of the HTML fallback's bar."""
+        head = [f"branch {self.who}", f"version {self.version}", self._op()]
+        if show_lane or self.lane == OUTSIDE:
+            head.append(f"shadow {self.lane}" if self.lane != OUTSIDE else "in a view of its own")
         lines = [
-            f"request {self.id}: branch {self.branch}, version {self.version}, "
-            f"{self.op} ({self.kind}) "
-            + (f"on shadow {self.lane}" if self.lane >= 0 else "in a view of its own"),
-            f"waited {self.wait * 1000:.1f} ms in the queue, switch {self.switch * 1000:.1f} ms, "
-            f"served {(self.serve - self.switch) * 1000:.1f} ms",
+            " · ".join(head),
+            f"waited {format_ms(self.wait)} · switch {format_ms(self.switch)} · "
+            f"served {format_ms(self.serve - self.switch)}",
+            f"queued at {format_time(self.queued)}, finished at {format_time(self.finished)}",
         ]
-        answer = [f"{self.lints} lints" if self.lints is not None else "",
+        outcome = ": ".join(p for p in ("" if self.ok else "failed", self.outcome) if p)
+        return [*lines, outcome] if outcome else lines
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The request panel's rows (texts.ts `requestRows`): what the request was, how long
+        each part took, what it answered."""
+        counts = [plural(self.lints, "lint") if self.lints is not None else "",
                   f"{self.new_lints} new" if self.new_lints is not None else "",
                   f"exit code {self.exit_code}" if self.exit_code is not None else ""]  # fmt: skip
-        summary = ", ".join(a for a in answer if a)
-        lines.append(("" if self.ok else "failed: ") + (summary or self.outcome or "no answer"))
-        return lines
+        answer = ", ".join(c for c in counts if c) or self.outcome or "none"
+        return [
+            ("branch", self.branch),
+            *([("asked by", self.client)] if self.client else []),
+            ("version", str(self.version)),
+            ("kind", self._op()),
+            ("shadow", str(self.lane) if self.lane != OUTSIDE else "none, in a view of its own"),
+            ("queue wait", format_ms(self.wait)),
+            ("switch", format_ms(self.switch)),
+            ("serve", format_ms(self.serve - self.switch)),
+            ("answer", answer if self.ok else f"failed: {answer}"),
+        ]
+
+    def _op(self) -> str:
+        return self.op if self.op == self.kind else f"{self.op} ({self.kind})"
+
+
+# The texts below are the extension's too (labextension/src/texts.ts), character for
+# character: tests/fixtures/timeline_contract.json holds what both must produce.
+
+
+def format_ms(seconds: float) -> str:
+    """A duration in milliseconds with precision that suits its size."""
+    ms = seconds * 1000
+    digits = 2 if abs(ms) < 10 else 1 if abs(ms) < 1000 else 0
+    return f"{to_fixed(ms, digits)} ms"
+
+
+def format_time(seconds: float) -> str:
+    """A moment (seconds since the workspace started): in ms under a second, else in s."""
+    return format_ms(seconds) if seconds < 1 else f"{to_fixed(seconds, 3)} s"
+
+
+def to_fixed(x: float, digits: int) -> str:
+    """`x` with `digits` decimals as JavaScript's `toFixed` writes it: a tie (exact in binary,
+    as 1234.5 ms) rounds away from zero, where Python's format rounds it to even."""
+    exact = Decimal(x + 0.0)  # + 0.0: no "-0.00", as toFixed writes none
+    return str(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 @dataclass(frozen=True)
@@ -96,16 +154,34 @@ class BranchSummary:
 
 @dataclass(frozen=True)
 class Summary:
+    """Computed here only: the bundle and every live feed message carry it, and the
+    extension shows it as sent."""
+
     events: int
     switches: int
     switch_time: float
     serve_time: float  # busy time (finished - started), switches included
     branches: dict[str, BranchSummary]
 
+    def lines(self) -> list[str]:
+        """What the extension shows under the title (texts.ts `summaryLines`)."""
+        serving = max(0.0, self.serve_time - self.switch_time)
+        share = 100 * self.switch_time / self.serve_time if self.serve_time > 0 else 0.0
+        waits = " · ".join(f"{b} {format_ms(v.mean_wait)} ({plural(v.requests, 'request')})"
+                           for b, v in self.branches.items())  # fmt: skip
+        return [
+            f"{plural(self.events, 'request')} · {plural(self.switches, 'switch', 'switches')}",
+            f"switching {format_ms(self.switch_time)} vs serving {format_ms(serving)} "
+            f"({to_fixed(share, 1)}% of busy time)",
+            f"mean wait: {waits or 'none yet'}",
+        ]
+
 
 def summarize(events: Sequence[Event]) -> Summary:
+    """Branches in order of their first request, as the extension's rows are, whatever order
+    `events` come in (a snapshot sorts them; the live feed appends them as they finish)."""
     waits: dict[str, list[float]] = {}
-    for event in events:
+    for event in sorted(events, key=lambda e: (e.queued, e.id)):
         waits.setdefault(event.branch, []).append(event.wait)
     return Summary(
         events=len(events),
@@ -145,7 +221,8 @@ class Request:
         return self._diff(self.event.branch, self.event.version)
 
     def __str__(self) -> str:
-        return "\n".join(self.event.describe())
+        rows = (f"  {name}: {value}" for name, value in self.event.rows())
+        return "\n".join([f"request {self.event.id}", *rows])
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
@@ -183,11 +260,6 @@ class Timeline:
         known = f"{min(ids)}..{max(ids)}" if ids else "none yet"
         raise NotFound(f"request({id}): no request with that id in this timeline (ids: {known})")
 
-    def switch_percentiles(self) -> dict[str, float]:
-        """p50/p95 of switch seconds over the events that switched."""
-        switches = [e.switch for e in self.events if e.switch > 0]
-        return {"p50": percentile(switches, 0.5), "p95": percentile(switches, 0.95)}
-
     # -- display -----------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -196,13 +268,7 @@ class Timeline:
             "schema": SCHEMA,
             "title": self.title,
             "events": [asdict(e) for e in self.events],
-            "summary": {
-                "events": s.events,
-                "switches": s.switches,
-                "switch_time": s.switch_time,
-                "serve_time": s.serve_time,
-                "branches": {b: asdict(v) for b, v in s.branches.items()},
-            },
+            "summary": asdict(s),
             "simulated": self.simulated,
         }
 
@@ -210,15 +276,7 @@ class Timeline:
         return {MIME_TYPE: self.to_json(), "text/html": self._html(), "text/plain": repr(self)}
 
     def summary_text(self) -> str:
-        s = self.summary
-        waits = ", ".join(
-            f"{b} {v.mean_wait * 1000:.1f} ms ({v.requests})" for b, v in s.branches.items()
-        )
-        return (
-            f"{s.events} requests, {s.switches} switches; switching {s.switch_time * 1000:.1f} ms "
-            f"vs serving {(s.serve_time - s.switch_time) * 1000:.1f} ms; mean wait: "
-            f"{waits or '-'}"
-        )
+        return "; ".join(self.summary.lines())
 
     def __repr__(self) -> str:
         return f"<Timeline {self.title!r}: {self.summary_text()}>"
@@ -240,9 +298,8 @@ class Timeline:
 
 
 def _html_row(e: Event) -> str:
-    who = f"{e.branch} ({e.client})" if e.client else e.branch
     cells = (
-        e.id, who, e.version, e.op, e.lane, f"{e.queued:.3f}", f"{e.wait * 1000:.1f}",
+        e.id, e.who, e.version, e.op, e.lane, f"{e.queued:.3f}", f"{e.wait * 1000:.1f}",
         f"{e.switch * 1000:.2f}", f"{e.serve * 1000:.1f}", "yes" if e.ok else "no", e.outcome,
     )  # fmt: skip
     return "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
@@ -259,6 +316,7 @@ def _svg(events: Sequence[Event], width: int = 720, row: int = 14) -> str:
     start = min(e.queued for e in events)
     span = max(max(e.finished for e in events) - start, 1e-9)
     label = 90
+    show_lane = len({e.lane for e in events}) > 1
 
     def x(t: float) -> float:
         return label + (t - start) / span * (width - label - 4)
@@ -270,7 +328,7 @@ def _svg(events: Sequence[Event], width: int = 720, row: int = 14) -> str:
         for e in (e for e in events if e.branch == branch):
             w = max(x(e.finished) - x(e.started), 0.5)
             color = _COLORS.get(e.kind, "#888") if e.ok else "#b00"
-            title = html.escape(f"{e.op} v{e.version}: {e.outcome}")
+            title = html.escape(". ".join(e.describe(show_lane)))
             parts.append(
                 f'<rect x="{x(e.started):.1f}" y="{y + 2}" width="{w:.1f}" height="{row - 4}" '
                 f'fill="{color}"><title>{title}</title></rect>'
