@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kernel_helpers import Kernel, copy_sample, kernel, wait_for
+from kernel_helpers import Kernel, copy_sample, kernel
 from overlay_helpers import HAS_FUSE
+from waiting import wait_for
 
 pytestmark = [
     pytest.mark.timeout(240),
