@@ -38,9 +38,13 @@ def test_the_docs_have_examples_and_every_skipped_one_says_why() -> None:
         assert reason is None or reason.strip(), f"{doc} block {index}: `not run:` needs a reason"
 
 
+def run_example(code: str, project: Path, name: str) -> None:
+    """Run a doc's example on `project` (for its placeholder path); it must leave it unchanged."""
+    before = snapshot(project)
+    exec(compile(code.replace(PLACEHOLDER, repr(str(project))), name, "exec"), {})
+    assert snapshot(project) == before  # examples never write the user's folder
+
+
 @pytest.mark.parametrize("code", RUN)
 def test_doc_example_runs(code: str, project: Path, request: pytest.FixtureRequest) -> None:
-    before = snapshot(project)
-    code = code.replace(PLACEHOLDER, repr(str(project)))
-    exec(compile(code, request.node.callspec.id, "exec"), {})
-    assert snapshot(project) == before  # examples never write the user's folder
+    run_example(code, project, request.node.callspec.id)
