@@ -17,12 +17,17 @@ LAST_POLL = 0.05
 
 
 def _polls(bound: float, what: str, longest: float) -> Iterator[float]:
-    """The intervals to sleep between polls; raises once `bound` seconds have passed."""
-    deadline, interval = time.monotonic() + bound, min(FIRST_POLL, longest)
-    while time.monotonic() <= deadline:
-        yield interval
-        interval = min(interval * 2, longest)
-    raise AssertionError(f"timed out after {bound} s waiting for {what}")
+    """The intervals to sleep between polls; raises once `bound` seconds (from now) have passed."""
+    deadline = time.monotonic() + bound  # now, not at the first poll: a generator starts late
+
+    def intervals() -> Iterator[float]:
+        interval = min(FIRST_POLL, longest)
+        while time.monotonic() <= deadline:
+            yield interval
+            interval = min(interval * 2, longest)
+        raise AssertionError(f"timed out after {bound} s waiting for {what}")
+
+    return intervals()
 
 
 def wait_for(
@@ -30,23 +35,17 @@ def wait_for(
 ) -> Any:
     """Poll `condition` until it is truthy and return its value; fail naming `what` after
     `bound` seconds. `longest` caps the interval, for a state that lasts only briefly."""
-    if value := condition():
-        return value
-    for interval in _polls(bound, what, longest):
-        time.sleep(interval)  # the poll interval of a bounded wait
-        if value := condition():
-            return value
-    raise AssertionError("unreachable")  # _polls raises when the bound has passed
+    polls = _polls(bound, what, longest)
+    while not (value := condition()):
+        time.sleep(next(polls))  # the poll interval of a bounded wait
+    return value
 
 
 async def wait_until(
     condition: Callable[[], Any], bound: float, what: str, *, longest: float = LAST_POLL
 ) -> Any:
     """`wait_for` for async tests (asyncio or trio): the loop keeps running between polls."""
-    if value := condition():
-        return value
-    for interval in _polls(bound, what, longest):
-        await anyio.sleep(interval)  # the poll interval of a bounded wait
-        if value := condition():
-            return value
-    raise AssertionError("unreachable")
+    polls = _polls(bound, what, longest)
+    while not (value := condition()):
+        await anyio.sleep(next(polls))  # the poll interval of a bounded wait
+    return value
