@@ -1,9 +1,12 @@
 """How many branches can one shadow serve? The interleaver under load.
 
 N branches x E edits each, all through the public API: every branch is an agent coroutine that
-stages an edit (a full-text write of one of the project's modules) and awaits its lint, E
-times; all agents start at once, so the scheduler always has a queue and interleaves them
-(round-robin by default). Measured from the workspace's timeline:
+stages an edit (a full-text write of one of the project's modules: a snippet appended) and
+awaits its lint, E times. The project is a real library from PyPI (`--project NAME==VERSION`,
+default more-itertools 11.2.1: more.py has 5,644 lines), or `--project toy` for the small
+generated package this benchmark used before. All agents start at once, so the scheduler
+always has a queue and interleaves them (round-robin by default). Measured from the
+workspace's timeline:
 
 - answers/s: lint answers per second of wall time (all N x E lints; target >= 100/s with ruff);
 - switch p50/p95: time to bring the shadow and the servers to a branch's version, over the
@@ -18,8 +21,9 @@ answers in tens of ms, not ms; the row says how many). Server start-up is exclud
 lint first) and reported separately. Prints a table, then one JSON object as the last line.
 It reports; it never asserts.
 
-    .venv/bin/python benchmarks/interleave.py [--branches 200] [--edits 5]
-        [--pyright-branches 20] [--cases ruff,ruff-2-lanes,pyright] [--policy round-robin]
+    .venv/bin/python benchmarks/interleave.py [--project more-itertools==11.2.1] [--branches 200]
+        [--edits 5] [--pyright-branches 20] [--cases ruff,ruff-2-lanes,pyright]
+        [--policy round-robin]
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ from pathlib import Path
 from typing import Any
 
 import shadowkernel as sk
+from shadowkernel.evals import pypi
 from shadowkernel.lsp import available_servers
 from shadowkernel.sched import percentile
 
 TARGET_ANSWERS_PER_SECOND = 100.0
 MODULES = 20
+PROJECT = "more-itertools==11.2.1"
 
 SNIPPETS = [
     "import json\n",
@@ -52,21 +58,32 @@ SNIPPETS = [
 ]
 
 
-def make_project(root: Path) -> None:
-    """A small package: MODULES modules importing one another, some lints already there."""
+def make_project(root: Path, project: str) -> tuple[Path, list[str]]:
+    """The project folder and the modules agents edit: a PyPI library's sdist unpacked, or
+    (`toy`) a small package of MODULES modules importing one another."""
+    if project != "toy":
+        name, _, version = project.partition("==")
+        top = pypi.unpack(name, version, root)
+        skip = ("tests/", "docs/", "test_", "setup.py", "conftest.py")
+        modules = sorted(str(p.relative_to(top)) for p in top.rglob("*.py")
+                         if not any(part in str(p.relative_to(top)) for part in skip))  # fmt: skip
+        return top, modules
     (root / "pkg").mkdir(parents=True)
     (root / "pkg/__init__.py").write_text("")
     for k in range(MODULES):
         prev = f"from pkg.m{k - 1} import f{k - 1}\n" if k else ""
         body = f"import os\n{prev}\n\ndef f{k}(x: int) -> int:\n    return x + {k}\n"
         (root / f"pkg/m{k}.py").write_text(body)
+    return root, [f"pkg/m{k}.py" for k in range(MODULES)]
 
 
-async def agent(branch: sk.Branch, edits: int, rng: random.Random) -> list[float]:
+async def agent(
+    branch: sk.Branch, modules: list[str], edits: int, rng: random.Random
+) -> list[float]:
     """Stage an edit, await its lint, E times; returns each answer's latency."""
     latencies = []
     for step in range(edits):
-        path = f"pkg/m{rng.randrange(MODULES)}.py"
+        path = rng.choice(modules)
         branch.write(path, branch.read(path) + rng.choice(SNIPPETS).format(i=step))
         began = time.perf_counter()
         await branch.lint_async()
@@ -74,38 +91,38 @@ async def agent(branch: sk.Branch, edits: int, rng: random.Random) -> list[float
     return latencies
 
 
-async def interleave(ws: sk.Workspace, branches: int, edits: int, seed: int) -> list[float]:
+async def interleave(ws: sk.Workspace, modules: list[str], branches: int, edits: int,
+                     seed: int) -> list[float]:  # fmt: skip
     rng = random.Random(seed)
-    agents = [
-        agent(ws.branch(f"b{n}"), edits, random.Random(rng.random())) for n in range(branches)
-    ]
+    agents = [agent(ws.branch(f"b{n}"), modules, edits, random.Random(rng.random()))
+              for n in range(branches)]  # fmt: skip
     results = await asyncio.gather(*agents)
     return [x for r in results for x in r]
 
 
 def run_case(name: str, server: str, lanes: int, branches: int, edits: int, policy: str,
-             fixes: bool) -> dict[str, Any]:  # fmt: skip
+             fixes: bool, project: str) -> dict[str, Any]:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="sk-bench-") as tmp:
-        root = Path(tmp) / "project"
-        make_project(root)
+        root, modules = make_project(Path(tmp) / "project", project)
         began = time.perf_counter()
         with sk.Workspace(root, servers=[server], lanes=lanes, policy=policy) as ws:  # type: ignore[arg-type]
             opened = time.perf_counter() - began
             warm = time.perf_counter()
             for lane in range(lanes):  # start every lane's server outside the measurement
                 w = ws.branch(f"warm{lane}")
-                w.write("pkg/m0.py", w.read("pkg/m0.py") + "\n")
+                w.write(modules[0], w.read(modules[0]) + "\n")
                 w.lint()
             warmup = time.perf_counter() - warm
             skip = len(ws.timeline())
             if not fixes:
                 _no_fixes(ws)
             wall = time.perf_counter()
-            latencies = asyncio.run(interleave(ws, branches, edits, seed=7))
+            latencies = asyncio.run(interleave(ws, modules, branches, edits, seed=7))
             wall = time.perf_counter() - wall
             events = ws.timeline().events[skip:]
-        return summarize(name, server, lanes, branches, edits, policy, wall, latencies, events,
-                         opened, warmup)  # fmt: skip
+        row = summarize(name, server, lanes, branches, edits, policy, wall, latencies, events,
+                        opened, warmup)  # fmt: skip
+        return {"project": project, **row}
 
 
 def _no_fixes(ws: sk.Workspace) -> None:
@@ -167,6 +184,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--project", default=PROJECT, help="NAME==VERSION from PyPI, or toy")
     parser.add_argument("--branches", type=int, default=200)
     parser.add_argument("--edits", type=int, default=5)
     parser.add_argument("--pyright-branches", type=int, default=20)
@@ -189,13 +207,15 @@ def main() -> None:
             print(f"{name}: {server} is not installed, skipped", file=sys.stderr)
             continue
         policy = "fifo" if name.endswith("fifo") else args.policy
-        rows.append(run_case(name, server, lanes, branches, args.edits, policy, not args.no_fixes))
+        rows.append(run_case(name, server, lanes, branches, args.edits, policy, not args.no_fixes,
+                             args.project))  # fmt: skip
         print(f"{name}: done", file=sys.stderr, flush=True)
     print(table(rows))
     print(f"target: >= {TARGET_ANSWERS_PER_SECOND:.0f} lint answers/s with ruff on one shadow")
     ruff = next((r for r in rows if r["case"] == "ruff"), None)
     print(json.dumps({
         "benchmark": "interleave",
+        "project": args.project,
         "cases": rows,
         "target_answers_per_s": TARGET_ANSWERS_PER_SECOND,
         "ruff_meets_target": None if ruff is None

@@ -89,7 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     with Workspace(args.source, servers=[]) as ws:
         branch = _stage(ws.branch("cli"), args)
-        result = branch.run(command, timeout=args.timeout, network=args.net)
+        result = branch.run(command, timeout=args.timeout, network=args.net,
+                            sandbox=not args.no_sandbox)  # fmt: skip
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     for note in result.notes:
@@ -125,11 +126,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ShadowError(f"needs the MCP SDK ({error}): pip install 'shadowkernel[mcp]'") from None
     from .agents.tools import Tools
     from .workspace import Workspace
+    from .workspace.statedir import restored_summary
 
     servers = args.servers or default_mcp_servers()
 
     def open_workspace() -> Workspace:
-        return Workspace(args.source, servers=servers)
+        ws = Workspace(args.source, servers=servers, protect=args.protect)
+        print(f"shadowkernel mcp: {restored_summary(ws.restored, ws.state_dir)}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return ws
 
     if args.http is None:
         transports.serve_stdio(open_workspace, args.allow_accept)
@@ -154,7 +159,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def default_mcp_servers() -> list[str]:
     """ruff lints; jedi-language-server (light) answers definition, references, hover and
     symbols, when it is installed."""
-    from .lsp.specs import available_servers
+    from .lsp import available_servers
 
     return ["ruff", *(["jedi-language-server"] if available_servers().get("jedi-language-server")
                       else [])]  # fmt: skip
@@ -217,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     _staging_arguments(run)
     run.add_argument("--timeout", type=float, default=60, metavar="S", help="seconds (default 60)")
     run.add_argument("--net", action="store_true", help="allow network access (default: none)")
+    run.add_argument("--no-sandbox", action="store_true",
+                     help="run unconfined where neither bwrap nor Landlock can confine it")  # fmt: skip
     run.add_argument("cmd", nargs="*", metavar="CMD", help="the command, after '--'")
     run.set_defaults(run=cmd_run)
 
@@ -237,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "$XDG_RUNTIME_DIR or ~/.cache, shadowkernel/mcp-PORT.token)")  # fmt: skip
     mcp.add_argument("--allow-accept", action="store_true",
                      help="enable the accept tool, which writes a branch into SRC")  # fmt: skip
+    mcp.add_argument("--protect", nargs="+", metavar="GLOB", default=[],
+                     help="paths agents may not stage or accept, beside .git and its kin "
+                          "(gitignore syntax), e.g. .env '.github/workflows/**'")  # fmt: skip
     mcp.set_defaults(run=cmd_mcp)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour

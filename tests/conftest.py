@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         spared = mark and mark.kwargs.get("unless") == "namespaces" and probe().namespaces is None
         if FALLBACK_CHILD and mark and not spared:
             item.add_marker(pytest.mark.skip(reason=f"fallback differs: {mark.args[0]}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Branches are durable by default (under $XDG_STATE_HOME): the tests keep theirs in a
+    temporary state home, never in ~/.local/state; the fixtures below give each module and
+    each test its own, so no test restores another's branches."""
+    os.environ["XDG_STATE_HOME"] = _SESSION_STATE.name
+
+
+_SESSION_STATE = tempfile.TemporaryDirectory(prefix="shadowkernel-test-state-")  # gone at exit
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _test_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
 @pytest.fixture

@@ -55,8 +55,10 @@ def _info(name: str) -> Implementation:
 
 @asynccontextmanager
 async def over_stdio(src: Path, *options: str, name: str = "test-agent") -> AsyncIterator[Agent]:
+    # The test's state home too (conftest's): branches are durable, never in ~/.local/state.
+    env = {**ENV, "XDG_STATE_HOME": os.environ.get("XDG_STATE_HOME", "")}
     params = StdioServerParameters(command=COMMAND[0], args=[*COMMAND[1:], str(src), *options],
-                                   env=ENV)  # fmt: skip
+                                   env=env)  # fmt: skip
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, client_info=_info(name)) as session,

@@ -40,7 +40,7 @@ from shadowkernel.lsp.documents import (
 )
 from shadowkernel.lsp.jsonrpc import ServerCrashed, content_length, encode, read_message
 from shadowkernel.lsp.languages import EXTENSIONS, language_id, patterns
-from shadowkernel.lsp.lints import line_map
+from shadowkernel.lsp.linemap import line_map
 from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.lsp.specs import builtin_specs
 
@@ -236,7 +236,7 @@ def lint(path: str, line: int, code: str = "F821", message: str = "undefined") -
 
 
 def test_line_map_follows_insertions() -> None:
-    assert line_map("a\nb\nc\n", "x\na\nb\nc\n") == {2: 1, 3: 2, 4: 3}
+    assert line_map(b"a\nb\nc\n", b"x\na\nb\nc\n").pairs(4) == {2: 1, 3: 2, 4: 3}
 
 
 def test_mark_new_matches_through_the_diff() -> None:
@@ -248,10 +248,13 @@ def test_mark_new_matches_through_the_diff() -> None:
     assert flags == [False, True]
 
 
-def test_mark_new_edited_line_same_message_is_new_and_counts_duplicates() -> None:
+def test_mark_new_touched_line_keeps_its_lint_and_counts_duplicates() -> None:
     base = [lint("m.py", 1)]
-    # line 1 itself was rewritten: the diff maps it nowhere, so the lint counts as new
-    assert mark_new([lint("m.py", 1)], base, {"m.py": "a = q\n"}, {"m.py": "a = q  \n"}) == [True]  # type: ignore[dict-item]
+    # line 1 was touched but kept (whitespace, a comment): its lint is the base's
+    for touched in ("a = q  \n", "a = q  # why\n", "a  =  q\n"):
+        assert mark_new([lint("m.py", 1)], base, {"m.py": "a = q\n"}, {"m.py": touched}) == [False]  # type: ignore[dict-item]
+    # replaced by another line: new
+    assert mark_new([lint("m.py", 1)], base, {"m.py": "a = q\n"}, {"m.py": "zz = {}\n"}) == [True]  # type: ignore[dict-item]
     # unchanged file (absent from both mappings): lines map to themselves; one base lint
     # excuses one lint only
     assert mark_new([lint("u.py", 3), lint("u.py", 3)], [lint("u.py", 3)], {}, {}) == [False, True]

@@ -27,6 +27,7 @@ def test_tool_names_are_the_issues() -> None:
         "list_branches", "create_branch", "read_file", "list_files", "write_file",
         "replace_in_file", "apply_patch", "delete_file", "lint", "apply_fix", "definition",
         "references", "hover", "symbols", "run", "diff", "merge_check", "accept", "drop_branch",
+        "commit_branch",
     )  # fmt: skip
 
 

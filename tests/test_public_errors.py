@@ -39,6 +39,7 @@ def ws(root: Path) -> Iterator[sk.Workspace]:
         ({"batch": 0}, sk.ArgumentError, "batch=0"),
         ({"lanes": 0}, sk.ArgumentError, "lanes=0"),
         ({"memory_budget": -1}, sk.ArgumentError, "memory_budget=-1"),
+        ({"max_runs": 0}, sk.ArgumentError, "max_runs=0"),
         ({"idle_timeout": "soon"}, sk.ArgumentError, "idle_timeout='soon'"),
     ],
 )

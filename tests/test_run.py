@@ -15,13 +15,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
+from run_helpers import alive_with, marked, wait_for
 
 from shadowkernel.overlay import mounts
 from shadowkernel.overlay.store import WHITEOUT, File, patched
@@ -50,37 +50,6 @@ def shadow(project: Path) -> Iterator[object]:
 @pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-def marked(marker: str, argv0: bool = False) -> dict[int, str]:
-    """Host processes whose command line holds `marker` (or whose argv[0] starts with it)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            hit = cmdline.startswith(marker) if argv0 else marker in cmdline
-            if hit and "pytest" not in cmdline:
-                found[int(entry)] = cmdline
-    return found
-
-
-def wait_for(condition, bound: float, what: str):
-    deadline = time.monotonic() + bound
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {bound}s waiting for {what}")
-        time.sleep(0.01)
-    return value
-
-
-def alive_with(pid: int, marker: str) -> bool:
-    try:
-        return marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return False
 
 
 # -- the user's folder --------------------------------------------------------------------------

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from typing import Any
 
 import pytest
 
 from shadowkernel.errors import NotFound
 from shadowkernel.run import RunResult
-from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, answer_summary, percentile
+from shadowkernel.sched import Answer, Lane, Scheduler
+from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, percentile
 
 
 def event(id: int, branch: str, queued: float, started: float, switch: float, finished: float,
@@ -60,15 +63,35 @@ def test_percentile_interpolates() -> None:
     assert percentile([1.0, 2.0], 0.95) == 1.95
 
 
-def test_answer_summary_of_lints_and_runs() -> None:
-    assert answer_summary((["l1", "l2", "l3"], [True, False, None], 4)) == {
-        "lints": 3,
-        "new_lints": 1,
-    }
+def test_the_timeline_reads_each_jobs_answer_and_still_takes_the_old_pair() -> None:
     run = RunResult(("python", "x.py"), 2, "", "", False, False, 0.1, False, {}, "fuse", True,
                     False)  # fmt: skip
-    assert answer_summary(run) == {"exit_code": 2}
-    assert answer_summary([]) == {}  # navigation answers have no summary
+    answers: list[Any] = [
+        Answer(["l1", "l2", "l3"], "3 lints (1 new)", lints=3, new_lints=1),
+        (run, "exit 2"),  # the (value, outcome) pair jobs returned before Answer
+        Answer([], "0 locations"),
+    ]
+
+    async def serve() -> tuple[list[Any], list[Event]]:
+        # The jobs never show a snapshot, so the lane needs no shadow or pool.
+        scheduler = Scheduler([Lane(0, None, None, False)])  # type: ignore[arg-type]
+        scheduler.start()
+
+        def job(answer: Any) -> Any:
+            async def serve(lane: Lane) -> Any:
+                return answer
+
+            return serve
+
+        values = [await scheduler.submit("b", 1, "lint", "op", job(a)) for a in answers]
+        await scheduler.close()
+        return values, scheduler.events
+
+    values, events = asyncio.run(serve())
+    assert values == [["l1", "l2", "l3"], run, []]
+    counts = [(e.lints, e.new_lints, e.exit_code, e.outcome) for e in events]
+    assert counts == [(3, 1, None, "3 lints (1 new)"), (None, None, 2, "exit 2"),
+                      (None, None, None, "0 locations")]  # fmt: skip
 
 
 def test_request_by_id_describes_it_and_reaches_the_diff() -> None:

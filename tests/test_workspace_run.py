@@ -1,25 +1,40 @@
-"""Runs through the scheduler: a branch's version plus its scratch layer, never the user's
-folder, and never in diff() or accept()."""
+"""Runs of a workspace: a branch's version plus its scratch layer, never the user's folder, and
+never in diff() or accept(); runs of different branches at once and beside lints, one
+branch's runs in turn, and cancellation (an event, an interrupt, asyncio, a closed workspace)
+that leaves none of the run's processes behind, checked by pid."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import signal
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from overlay_helpers import needs_fuse, snapshot
+from run_helpers import Gate, alive_with, marked, wait_for
 
 import shadowkernel as sk
+from shadowkernel.errors import ClosedError
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Iterator[sk.Workspace]:
+def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg/mod.py").write_text("X = 1\n")
-    with sk.Workspace(root, servers=["ruff"]) as workspace:
+    return root
+
+
+@pytest.fixture
+def ws(project: Path) -> Iterator[sk.Workspace]:
+    with sk.Workspace(project, servers=["ruff"]) as workspace:
         yield workspace
 
 
@@ -56,6 +71,184 @@ def test_a_run_that_deletes_a_staged_file_deletes_it_for_later_runs(ws: sk.Works
     a.write("pkg/new.py", "Y = 1\n")  # staged, not in the user's folder
     a.write("pkg/mod.py", "X = 5\n")  # staged over a user file
     assert a.run("rm pkg/new.py pkg/mod.py", network=True).ok
-    after = a.run("test -e pkg/new.py || echo new-gone; test -e pkg/mod.py || echo mod-gone", network=True)
+    after = a.run(
+        "test -e pkg/new.py || echo new-gone; test -e pkg/mod.py || echo mod-gone", network=True
+    )
     assert after.stdout == "new-gone\nmod-gone\n"
     assert "pkg/new.py" in a.files  # the edit itself stays staged: runs write scratch only
+
+
+# -- runs beside each other and beside lints, and their cancellation ---------------------------
+
+
+def spawn(call: Callable[..., sk.RunResult], *args: Any, **kwargs: Any) -> Future[sk.RunResult]:
+    """`call(*args, **kwargs)` in a thread of its own, as an agent thread would call it."""
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(call, *args, **kwargs)
+    pool.shutdown(wait=False)
+    return future
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    held = Gate()
+    yield held
+    held.close()
+
+
+def sleepers(marker: str) -> str:
+    """A run that leaves two processes waiting (found in /proc by `marker`) and waits itself."""
+    return (f"bash -c 'exec -a {marker}-x sleep 1000' & bash -c 'exec -a {marker}-y sleep 1000' "
+            "& wait")  # fmt: skip
+
+
+def running_tree(marker: str) -> dict[int, str]:
+    """Once both sleepers run: every process of the run (bwrap, its shell, the sleepers)."""
+    wait_for(lambda: len(marked(marker, argv0=True)) == 2, 60, "both sleepers")
+    return marked(marker)
+
+
+def alive(tree: dict[int, str], marker: str) -> list[int]:
+    return [pid for pid in tree if alive_with(pid, marker)]
+
+
+@pytest.mark.parametrize("mode", ["auto", "documents"])
+def test_runs_of_different_branches_overlap_each_other_and_lints(
+    project: Path, gate: Gate, mode: str
+) -> None:
+    with sk.Workspace(project, servers=["ruff"], max_runs=3, mode=mode) as ws:
+        linted = ws.branch("linted")
+        linted.write("pkg/mod.py", "import os\n")
+        names = ["a", "b", "c"]
+        runs = [spawn(ws.branch(n).run, gate.code(n), python=True, network=True) for n in names]
+        gate.wait(*names, runs=runs)  # three runs hold their processes at once
+        lints = linted.lint()  # and a lint is served meanwhile
+        gate.open()
+        results = [run.result(timeout=120) for run in runs]
+        events = ws.timeline().events
+    assert list(lints["code"]) == ["F401"]
+    assert [r.stdout for r in results] == ["a\n", "b\n", "c\n"], [r.stderr for r in results]
+    served = [e for e in events if e.kind == "run"]
+    lint = next(e for e in events if e.kind == "lint")
+    assert len(served) == 3 and all(e.ok and e.lane == -1 for e in served)
+    assert max(e.started for e in served) < min(e.finished for e in served)  # all overlap
+    assert all(e.started < lint.started and lint.finished < e.finished for e in served)
+    assert "in a view of its own" in "\n".join(served[0].describe())
+
+
+def test_runs_of_one_branch_go_in_turn_and_each_sees_what_the_last_wrote(
+    ws: sk.Workspace, gate: Gate
+) -> None:
+    a = ws.branch("a")
+    first = spawn(a.run, f"open('out.txt', 'w').write('one'); {gate.code('first')}",
+                  python=True, network=True)  # fmt: skip
+    gate.wait("first", runs=[first])
+    second = spawn(a.run, "cat out.txt", network=True)  # asked while the first still runs
+    wait_for(lambda: len(ws.run_queue) == 2, 60, "the second run queued")
+    gate.open()
+    assert first.result(timeout=120).ok
+    later = second.result(timeout=120)
+    assert later.stdout == "one", later.stderr  # it started after the first's writes landed
+    assert later.queue_seconds > 0
+    done, waited = [e for e in ws.timeline().events if e.kind == "run"]
+    assert waited.started >= done.finished and waited.wait == later.queue_seconds
+
+
+def test_an_edit_staged_during_a_run_wins_over_what_the_run_wrote(
+    ws: sk.Workspace, gate: Gate
+) -> None:
+    a = ws.branch("a")
+    code = ("open('pkg/mod.py', 'w').write('X = run\\n'); open('out.txt', 'w').write('kept'); "
+            f"{gate.code('writer')}")  # fmt: skip
+    run = spawn(a.run, code, python=True, network=True)
+    gate.wait("writer", runs=[run])  # it wrote both files and waits
+    a.write("pkg/mod.py", "X = staged\n")
+    gate.open()
+    assert set(run.result(timeout=120).written) == {"pkg/mod.py", "out.txt"}
+    later = a.run("cat pkg/mod.py out.txt", network=True)
+    assert later.stdout == "X = staged\nkept"  # the staged edit, and the run's other write
+
+
+def test_cancel_kills_a_running_runs_whole_process_tree(ws: sk.Workspace) -> None:
+    marker, cancel = f"sk-{uuid.uuid4().hex[:12]}", threading.Event()
+    run = spawn(ws.branch("a").run, sleepers(marker), network=True, timeout=600, cancel=cancel)
+    tree = running_tree(marker)
+    assert len(tree) >= 3  # the sandbox, its shell and the two sleepers, by pid
+    cancel.set()
+    result = run.result(timeout=60)
+    assert result.cancelled and result.exit_code is None and not result.ok
+    assert alive(tree, marker) == []
+    [event] = [e for e in ws.timeline().events if e.kind == "run"]
+    assert event.outcome.startswith("cancelled")
+
+
+def test_a_queued_run_is_cancelled_before_it_starts(project: Path, gate: Gate) -> None:
+    with sk.Workspace(project, servers=["ruff"], max_runs=1) as ws:
+        holder = spawn(ws.branch("a").run, gate.code("a"), python=True, network=True)
+        gate.wait("a", runs=[holder])
+        cancel = threading.Event()
+        queued = spawn(ws.branch("b").run, gate.code("b"), python=True, network=True,
+                       cancel=cancel)  # fmt: skip
+        wait_for(lambda: len(ws.run_queue) == 2, 60, "the second run queued")
+        cancel.set()
+        result = queued.result(timeout=60)
+        gate.open()
+        assert holder.result(timeout=120).ok
+        events = {e.branch: e for e in ws.timeline().events if e.kind == "run"}
+    assert result.cancelled and result.exit_code is None and result.stdout == ""
+    assert result.notes == ("cancelled while queued: nothing ran",) and "b" not in gate.arrived
+    assert result.queue_seconds > 0 and events["b"].outcome.startswith("cancelled")
+
+
+def test_an_interrupt_in_the_caller_kills_the_run(ws: sk.Workspace) -> None:
+    marker, main, found = f"sk-{uuid.uuid4().hex[:12]}", threading.main_thread().ident, {}
+
+    def interrupt() -> None:  # what Jupyter's interrupt does: SIGINT to the kernel's main thread
+        found.update(running_tree(marker))
+        signal.pthread_kill(main, signal.SIGINT)  # type: ignore[arg-type]
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        ws.branch("a").run(sleepers(marker), network=True, timeout=600)
+    wait_for(lambda: alive(found, marker) == [], 30, "the run's processes to be gone")
+    assert len(found) >= 3
+
+
+def test_cancelling_an_awaited_run_kills_it(ws: sk.Workspace) -> None:
+    """What the MCP server does when a client cancels or goes away: asyncio cancellation."""
+    marker, a = f"sk-{uuid.uuid4().hex[:12]}", ws.branch("a")
+
+    async def cancel_while_running() -> dict[int, str]:
+        task = asyncio.create_task(a.run_async(sleepers(marker), network=True, timeout=600))
+        tree = await asyncio.to_thread(running_tree, marker)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return tree
+
+    tree = asyncio.run(cancel_while_running())
+    wait_for(lambda: alive(tree, marker) == [], 30, "the run's processes to be gone")
+    assert a.run("echo next", network=True).stdout == "next\n"  # the branch's turn was given back
+
+
+def test_closing_the_workspace_kills_its_runs_running_or_queued(project: Path) -> None:
+    ws = sk.Workspace(project, servers=["ruff"], max_runs=1)
+    marker = f"sk-{uuid.uuid4().hex[:12]}"
+    running = spawn(ws.branch("a").run, sleepers(marker), network=True, timeout=600)
+    tree = running_tree(marker)
+    queued = spawn(ws.branch("b").run, "echo never", network=True)
+    wait_for(lambda: len(ws.run_queue) == 2, 60, "the second run queued")
+    ws.close()  # returns once the runs are gone
+    assert alive(tree, marker) == []
+    for run in (running, queued):
+        with pytest.raises(ClosedError, match="closed while"):
+            run.result(timeout=60)
+
+
+def test_dropping_a_branch_cancels_its_runs(ws: sk.Workspace) -> None:
+    marker, a = f"sk-{uuid.uuid4().hex[:12]}", ws.branch("a")
+    run = spawn(a.run, sleepers(marker), network=True, timeout=600)
+    tree = running_tree(marker)
+    a.drop()
+    assert run.result(timeout=60).cancelled
+    assert alive(tree, marker) == []

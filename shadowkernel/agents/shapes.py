@@ -31,6 +31,13 @@ class Dropped(TypedDict):
     dropped: str
 
 
+class Committed(TypedDict):
+    branch: str
+    version: int
+    commit: str  # the new commit's id
+    ref: str
+
+
 class BranchInfo(TypedDict):
     name: str
     version: int
@@ -161,7 +168,7 @@ class DiffAnswer(TypedDict):
 class Merged(TypedDict):
     branch: str  # the new branch holding the merge
     version: int
-    conflicts: list[str]  # paths both sides changed on the same lines (they hold a's text)
+    conflicts: list[str]  # paths both sides changed on the same lines (git's markers in them)
     files: list[str]
 
 

@@ -25,6 +25,7 @@ from ..lsp import Fix
 from ..paths import RelPath, is_within, rel
 from ..run.result import DEFAULT_OUTPUT_CAP
 from ..text.content import MAX_TEXT_BYTES
+from ..workspace.gitexport import default_ref
 from . import shapes
 from .toolspec import READS, STAGES, Hints, ToolSpec, spec_of, tool
 
@@ -44,7 +45,9 @@ TOOL_NAMES = (
     "list_branches", "create_branch", "read_file", "list_files", "write_file",
     "replace_in_file", "apply_patch", "delete_file", "lint", "apply_fix", "definition",
     "references", "hover", "symbols", "run", "diff", "merge_check", "accept", "drop_branch",
+    "commit_branch",
 )  # fmt: skip
+AGENT_REFS = "refs/heads/agent/"  # where commit_branch writes without --allow-accept
 
 
 class Tools:
@@ -302,8 +305,9 @@ class Tools:
           name="the new branch's name (default: 'merge-A-B')")  # fmt: skip
     def merge_check(self, a: str, b: str, name: str | None = None) -> shapes.Merged:
         """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
-        a and b over their common base, with the paths that conflicted (they hold a's text);
-        lint and run it before accepting either."""
+        a and b over their common base, as `git merge-file` merges; `conflicts` lists the
+        paths both changed on the same lines (they hold git's conflict markers, labelled with
+        the branch names). Lint and run it before accepting either."""
         merged = self.workspace.merge_check(self._branch(a), self._branch(b), name)
         return {"branch": merged.name, "version": merged.version,
                 "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip
@@ -317,6 +321,25 @@ class Tools:
         done = self._branch(branch).accept()
         return {"branch": branch, "written": list(done.written), "deleted": list(done.deleted),
                 "merged": list(done.merged)}  # fmt: skip
+
+    @tool(Hints(read_only=False), branch=BRANCH,
+          message="the commit message (default: the branch's name, version and last edit)",
+          ref="the ref to point at the commit (default: refs/heads/agent/BRANCH; refs outside "
+              "refs/heads/agent/ need the server's --allow-accept)")  # fmt: skip
+    def commit_branch(self, branch: str, message: str | None = None,
+                      ref: str | None = None) -> shapes.Committed:  # fmt: skip
+        """Export the branch's current files as a git commit in the project's repository and
+        point a ref at it, for review with git (`git show`, `git log`, a pull request). The
+        working tree, the index and HEAD are untouched; the parent is the commit the branch's
+        base matches."""
+        if ref is not None and not ref.startswith(AGENT_REFS) and not self.allow_accept:
+            raise ShadowError(f"commit_branch: ref {ref!r} is outside {AGENT_REFS} (it could "
+                              "move one of the user's branches); only a server started with "
+                              "--allow-accept may write it")  # fmt: skip
+        chosen = self._branch(branch)
+        version, commit = stable(chosen, lambda: chosen.commit(ref=ref, message=message))
+        return {"branch": branch, "version": version, "commit": commit,
+                "ref": ref or default_ref(chosen.name)}  # fmt: skip
 
     # -- helpers ----------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..errors import ShadowError
+from ..workspace.statedir import restored_summary
 from . import live, parsing
 from .display import HoverText, Locations
 from .session import Session
@@ -79,6 +80,7 @@ class ShadowMagics(_SessionMagics):
             ws = self.session.open(args.path, args.servers, args.lanes, args.mode)
             print(f"shadow of {ws.root} open with {', '.join(ws.servers)} (as `ws`)")
             print(f"mode: {ws.mode} ({ws.mode_reason})")
+            print(restored_summary(ws.restored, ws.state_dir))
         elif args.action == "close":
             self.session.close()
             print("shadow closed: servers stopped, unmounted")

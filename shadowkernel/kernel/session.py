@@ -12,6 +12,7 @@ wrote so far kept in the branch's scratch layer.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,9 +39,24 @@ class Session:
     # -- the workspace ------------------------------------------------------------------------
 
     def open(self, path: str, servers: list[str], lanes: int = 1, mode: str = "auto") -> Workspace:
-        """A new shadow of `path`; the previous one closes only once this one is open."""
-        workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
+        """A new shadow of `path`; the previous one closes only once this one is open. Of the
+        same folder, it closes first (one workspace at a time holds the folder's durable
+        branches) and opens again as it was, its branches restored, if the new one fails."""
+        old = self.workspace
+        if old is None or old.root != os.path.realpath(path):
+            workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
+        else:
+            again = {"servers": old.servers, "lanes": len(old.shadows), "mode": old.mode}
+            self.close()
+            try:
+                workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
+            except BaseException:
+                self._install(self.call(Workspace, old.root, **again))
+                raise
         self.close()
+        return self._install(workspace)
+
+    def _install(self, workspace: Workspace) -> Workspace:
         self.workspace = workspace
         if self.shell is not None:
             self.shell.user_ns[self.name] = self.workspace

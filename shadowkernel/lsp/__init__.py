@@ -28,7 +28,8 @@ from .diagnostics import (
     TsserverDiagnostics,
 )
 from .fixes import CodeActionFixes, FixSource, RuffDataFixes
-from .lints import COLUMNS, Fix, Lint, lint_table, mark_new
+from .linemap import LineMap, line_map
+from .lints import COLUMNS, Fix, Lint, flag_new, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
 from .pool import LspPool
 from .registry import available_servers, known_specs
@@ -44,6 +45,7 @@ __all__ = [
     "Fix",
     "FixSource",
     "Hover",
+    "LineMap",
     "Lint",
     "Location",
     "LspPool",
@@ -56,7 +58,9 @@ __all__ = [
     "TsserverDiagnostics",
     "available_servers",
     "builtin_specs",
+    "flag_new",
     "known_specs",
+    "line_map",
     "lint_table",
     "mark_new",
 ]

@@ -6,7 +6,6 @@ just past the last character), as in `ruff check --output-format=json`.
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,9 +15,9 @@ from lsprotocol import types as lsp
 
 from ..errors import ArgumentError
 from ..paths import RelPath
-from ..text.positions import split_lines
 from ..text.ranges import TextEdit
 from .documents import TextIndex
+from .linemap import LineMap, line_map
 
 SEVERITIES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
@@ -77,33 +76,30 @@ def lint_from_diagnostic(
     )
 
 
-def line_map(base_text: str, new_text: str) -> dict[int, int]:
-    """1-based line in the new text -> 1-based line in the base, for lines the diff keeps."""
-    matcher = difflib.SequenceMatcher(
-        a=split_lines(base_text), b=split_lines(new_text), autojunk=False
-    )
-    mapping: dict[int, int] = {}
-    for block in matcher.get_matching_blocks():
-        for offset in range(block.size):
-            mapping[block.b + offset + 1] = block.a + offset + 1
-    return mapping
-
-
 def mark_new(
     lints: Sequence[Lint],
     base_lints: Iterable[Lint],
-    base_texts: Mapping[RelPath, str],
-    new_texts: Mapping[RelPath, str],
+    base_texts: Mapping[RelPath, str | bytes],
+    new_texts: Mapping[RelPath, str | bytes],
+) -> list[bool]:
+    """For each lint: True when the edit introduced it (see `flag_new`). Paths absent from
+    both mappings are unchanged; a path only in `new_texts` is a new file."""
+    maps = {p: line_map(_bytes(base_texts.get(p, b"")), _bytes(text))
+            for p, text in new_texts.items()}  # fmt: skip
+    return flag_new(lints, base_lints, maps)
+
+
+def flag_new(
+    lints: Sequence[Lint], base_lints: Iterable[Lint], maps: Mapping[RelPath, LineMap]
 ) -> list[bool]:
     """For each lint: True when the edit introduced it.
 
-    A lint is old when an equal one (same code, source, message) exists in the base at the
-    line the diff maps it to; each base lint excuses one lint only. Paths absent from both
-    mappings are unchanged (lines map to themselves); a path only in `new_texts` is a new
-    file (everything in it is new).
+    A lint is old when an equal one (same code, source, message) exists in the base on the
+    line its line maps from (`linemap.line_map`: unchanged lines, and lines the edit touched
+    but kept); each base lint excuses one lint only. A path without a map is unchanged (its
+    lines map to themselves).
     """
     available = Counter((b.path, b.line, b.key) for b in base_lints)
-    maps = {p: line_map(base_texts.get(p, ""), text) for p, text in new_texts.items()}
     flags = []
     for lint in lints:
         mapping = maps.get(lint.path)
@@ -115,6 +111,10 @@ def mark_new(
         else:
             flags.append(True)
     return flags
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
 
 
 def sort_key(lint: Lint) -> tuple[str, int, int, str, str]:

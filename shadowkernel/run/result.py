@@ -19,7 +19,8 @@ class RunResult:
     (path -> override, None: back to the manifest's absence). `written_outside` lists the
     paths outside the project the run created, changed or deleted in its throwaway layers
     ($HOME, `writable=` paths; not /tmp or /var/tmp): none of it reached the machine.
-    `out_of_memory`: the kernel killed processes of the run at its memory cap."""
+    `out_of_memory`: the kernel killed processes of the run at its memory cap.
+    `queue_seconds` is the wait before it started, apart from `setup_seconds` and `duration`."""
 
     command: tuple[str, ...]
     exit_code: int | None  # None: killed at the timeout or cancelled
@@ -40,6 +41,7 @@ class RunResult:
     cancelled: bool = False
     written_outside: tuple[str, ...] = ()
     out_of_memory: bool = False
+    queue_seconds: float = 0.0  # waited for its turn (a run slot, the branch's earlier runs)
 
     @property
     def ok(self) -> bool:

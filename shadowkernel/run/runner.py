@@ -8,9 +8,12 @@ Two ways to show the view, chosen per run (`mode`):
   wrote. Views stay mounted between runs so their caches stay warm (`views.py`). As root
   they are mounted here (trusted.* xattrs, redirects); for other users in the user namespace
   their `Holder` keeps (`userns.py`: `userxattr`, Linux >= 6.6), which their runs enter.
+  Such a run reads only the user's folder and the shadow's store, never its mount, so runs of
+  several manifests go at once (each with a view of its own), beside the mount's clients.
 - "fuse": the shadow's live FUSE mount, bound over the user's own path in a private mount
   namespace; the manifest is activated first and the run's writes collected after. The
-  mount is shared, so other clients (language servers) see the run's writes meanwhile.
+  mount is shared, so other clients (language servers) see the run's writes meanwhile, and
+  the run holds the mount while it goes (`view_mode` tells the caller beforehand).
 - "fuse-at-mountpoint": where bwrap cannot start (no user namespaces), the run works in the
   mount path itself (`path_transparent=False`: absolute paths of the user's folder reach the
   real folder), confined by Landlock (`landlock.py`: writes only in the mount, a private
@@ -188,6 +191,31 @@ def confine(plan: Plan, request: Request, own: Sequence[str]) -> Plan:
     layer = request.confinement
     return confined(plan, layer.layer, layer.abi, [*own, *request.writable], sys.executable,
                     seccomp.program_file() if layer.layer == "bwrap" else None)  # fmt: skip
+
+
+SHARED_MOUNT = ("fuse", "fuse-at-mountpoint")  # views that show the shared FUSE mount
+
+
+def view_mode(shadow, mode: str = "auto", network: bool = False, sandbox: bool = True) -> str:
+    """How a run with these arguments would see `shadow`'s folder: "overlayfs" or "copy" (a
+    view of its own), or one of `SHARED_MOUNT` (the shadow's own mount, which the run then
+    holds: it activates its manifest there). Raises RunError for a run that cannot be made."""
+    if isinstance(shadow, DetachedShadow):
+        return "copy"
+    return _choose(mode, capabilities.confinement(sandbox, network), shadow, [])
+
+
+def not_started(shadow, command: str | Sequence[str], *, python: bool = False,
+                network: bool = False, mode: str = "auto", why: str) -> RunResult:  # fmt: skip
+    """The result of a run cancelled before it started: nothing ran, nothing was written."""
+    argv = command_argv(command, python, shadow.source, shadow.source)
+    view = view_mode(shadow, mode, network)
+    return RunResult(
+        command=tuple(argv), exit_code=None, stdout="", stderr="", stdout_truncated=False,
+        stderr_truncated=False, duration=0.0, timed_out=False, written={}, mode=view,
+        path_transparent=view != "fuse-at-mountpoint", network=network, notes=(why,),
+        cancelled=True,
+    )  # fmt: skip
 
 
 def _layered(env: Mapping[str, str], writable: tuple[str, ...], source: str) -> tuple[str, ...]:

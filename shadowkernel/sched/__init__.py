@@ -7,12 +7,13 @@ every request becomes a timeline event. sched/ may import the overlay, the LSP p
 the text core below it; the public API (workspace/) and the faces sit above and import it.
 """
 
-from .policy import POLICIES, Policy, RequestQueue, Ticket
+from .policy import POLICIES, Policy, RequestQueue, Ticket, default_lanes
 from .scheduler import Lane, Scheduler, Snapshot, acting_for
-from .timeline import MIME_TYPE, SCHEMA, Event, Timeline, percentile, summarize
+from .timeline import MIME_TYPE, SCHEMA, Answer, Event, Timeline, percentile, summarize
 
 __all__ = [
     "MIME_TYPE",
+    "Answer",
     "POLICIES",
     "SCHEMA",
     "Event",
@@ -24,6 +25,7 @@ __all__ = [
     "Timeline",
     "Snapshot",
     "acting_for",
+    "default_lanes",
     "percentile",
     "summarize",
 ]

@@ -51,6 +51,11 @@ class RequestQueue(Generic[T]):
         self._pending.setdefault(branch, deque()).append(ticket)
         return ticket
 
+    def take_id(self) -> int:
+        """A ticket id for work served outside the queue (a run in its own view)."""
+        self._next_id += 1
+        return self._next_id - 1
+
     def __len__(self) -> int:
         return sum(len(q) for q in self._pending.values())
 
@@ -139,3 +144,23 @@ class Fifo:
 
 POLICIES: dict[str, Callable[[int], Strategy]] = {"round-robin": RoundRobin, "fifo": Fifo}
 Policy = str  # a name in POLICIES
+
+
+# Servers that lint one file at a time from its text (a lane of them is light: one small
+# process that needs no other file), by name; every other server is treated as heavy.
+SINGLE_FILE_SERVERS = frozenset({"ruff"})
+MAX_LIGHT_LANES = 4  # beyond this the one services loop, not the cores, is what limits
+
+
+def default_lanes(servers: Sequence[str], cores: int) -> int:
+    """How many lanes (shadows with their servers) a workspace opens unless told.
+
+    Single-file linters (ruff): one lane per core, up to `MAX_LIGHT_LANES`: each lane is a small
+    overlay process and a server that uses a core while it lints, so branches' lints run side
+    by side. Any cross-file server (pyright, basedpyright, tsserver...): one lane per 8 cores,
+    at least one, because each lane holds a whole program's analysis in memory (hundreds of
+    MB) and already uses several threads.
+    """
+    if servers and all(name in SINGLE_FILE_SERVERS for name in servers):
+        return max(1, min(cores, MAX_LIGHT_LANES))
+    return max(1, cores // 8)

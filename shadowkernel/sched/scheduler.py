@@ -22,13 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ..lsp import LspPool
+from ..lsp.documents import matches
 from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
-from .policy import Policy, RequestQueue
-from .timeline import Event, Kind, answer_summary
+from .policy import SINGLE_FILE_SERVERS, Policy, RequestQueue
+from .timeline import Answer, Event, Kind
 
 T = TypeVar("T")
+OUTSIDE = -1  # the lane of an event served outside the lanes (a run in a view of its own)
 
 # Who is asking: set by a face serving an outside client (the MCP server) around its API
 # calls; the context travels with the call into the loop thread, and the event records it.
@@ -67,6 +69,11 @@ class Lane:
         # With several lanes the blocking activate call goes to a thread, so one lane's
         # switch does not stall another lane's language-server traffic.
         self._threaded = threaded
+        # Servers that read nothing but their open documents (single-file linters): a switch
+        # that changes only such documents needs no new manifest on the mount.
+        specs = getattr(pool, "specs", None) or ()
+        self._documents_only = bool(specs) and all(s.name in SINGLE_FILE_SERVERS for s in specs)
+        self.mount_switches = 0  # how many shows activated a manifest (the rest synced only)
 
     async def show(self, snapshot: Snapshot) -> None:
         if snapshot.key == self.key and not self._written:
@@ -74,14 +81,27 @@ class Lane:
         began = time.perf_counter()
         self.key = None  # unknown until both steps succeeded
         changed = set(changed_paths(self.shadow.manifest, snapshot.manifest)) | self._written
-        if self._threaded:
+        mount = not self._documents_suffice(changed, snapshot)
+        if not mount:
+            changed = set()  # the mount keeps its old bytes; the servers read the documents
+        elif self._threaded:
             await asyncio.to_thread(self.shadow.activate, snapshot.manifest)
         else:
             self.shadow.activate(snapshot.manifest)
         await self.pool.sync(snapshot.documents, sorted(changed))
-        self._written.clear()
+        if mount:
+            self._written.clear()
+            self.mount_switches += 1
         self.key = snapshot.key
         self.switch_seconds += time.perf_counter() - began
+
+    def _documents_suffice(self, changed: set[RelPath], snapshot: Snapshot) -> bool:
+        """Every path the mount shows differently is an open document of every server, and
+        the servers read nothing else: the mount may keep showing what it shows."""
+        if not self._documents_only or self._written:
+            return False
+        return all(p in snapshot.documents and all(matches(p, s.patterns) for s in self.pool.specs)
+                   for p in changed)  # fmt: skip
 
     def run_wrote(self, paths: set[RelPath]) -> None:
         """Something (a run) changed these paths on the mount: re-sync them on the next show."""
@@ -89,7 +109,8 @@ class Lane:
         self.key = None
 
 
-Job = Callable[[Lane], Awaitable[tuple[T, str]]]  # -> (result, outcome summary)
+# A job returns an Answer (the old (value, outcome) pair is still accepted).
+Job = Callable[[Lane], Awaitable[Answer[T] | tuple[T, str]]]
 
 
 @dataclass
@@ -156,9 +177,11 @@ class Scheduler:
     async def _serve(self, lane: Lane, id: int, request: _Request[Any]) -> None:
         started = self.now()
         lane.switch_seconds = 0.0
+        answer: Answer[Any] | None = None
         try:
-            result, outcome = await request.job(lane)
-            ok = True
+            returned = await request.job(lane)
+            answer = returned
+            ok, outcome = True, answer.outcome
         except asyncio.CancelledError:
             request.future.cancel()
             raise
@@ -168,12 +191,24 @@ class Scheduler:
                 request.future.set_exception(error)
         else:
             if not request.future.done():
-                request.future.set_result(result)
+                request.future.set_result(answer.value)
+        counts = (answer.lints, answer.new_lints, answer.exit_code) if answer else (None,) * 3
         self.events.append(
             Event(id, request.branch, request.version, request.op, request.kind, lane.index,
                   request.queued, started, lane.switch_seconds, self.now(), ok, outcome,
-                  request.client, **(answer_summary(result) if ok else {}))
+                  request.client, *counts)
         )  # fmt: skip
+
+    def record(self, branch: str, version: int, kind: Kind, op: str, queued: float,
+               started: float, *, switch: float = 0.0, ok: bool = True, outcome: str = "",
+               exit_code: int | None = None) -> Event:  # fmt: skip
+        """Put work served outside the lanes on the timeline, ending now: a run in a view of
+        its own (lane -1), which waited `started - queued` for its turn."""
+        event = Event(self.queue.take_id(), branch, version, op, kind, OUTSIDE, queued, started,
+                      switch, self.now(), ok, outcome, _CLIENT.get(),
+                      exit_code=exit_code)  # fmt: skip
+        self.events.append(event)
+        return event
 
     async def close(self) -> None:
         for task in self._workers:

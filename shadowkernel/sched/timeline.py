@@ -15,7 +15,7 @@ import html
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import pandas as pd
 
@@ -25,6 +25,7 @@ MIME_TYPE = "application/vnd.shadowkernel.timeline+json"
 SCHEMA = 1
 
 Kind = Literal["lint", "navigation", "run"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Event:
     version: int
     op: str  # lint, definition, references, hover, symbols, run
     kind: Kind
-    lane: int
+    lane: int  # -1: served outside the lanes (a run in a view of its own)
     queued: float
     started: float
     switch: float
@@ -59,7 +60,8 @@ class Event:
         """The request as a few lines: what the extension's request panel shows too."""
         lines = [
             f"request {self.id}: branch {self.branch}, version {self.version}, "
-            f"{self.op} ({self.kind}) on shadow {self.lane}",
+            f"{self.op} ({self.kind}) "
+            + (f"on shadow {self.lane}" if self.lane >= 0 else "in a view of its own"),
             f"waited {self.wait * 1000:.1f} ms in the queue, switch {self.switch * 1000:.1f} ms, "
             f"served {(self.serve - self.switch) * 1000:.1f} ms",
         ]
@@ -71,13 +73,16 @@ class Event:
         return lines
 
 
-def answer_summary(result: Any) -> dict[str, int | None]:
-    """The Event fields summarising what a request answered: lint jobs return
-    (lints, new flags, version), runs a RunResult (an `exit_code`). Other answers have none."""
-    if isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], list | tuple):
-        return {"lints": len(result[0]), "new_lints": sum(1 for f in result[1] if f)}
-    code = getattr(result, "exit_code", False)
-    return {"exit_code": code} if code is not False else {}
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """What a scheduler job returns: the caller's `value`, one line for the timeline, and the
+    counts the timeline shows for the request kind (None where the kind has none)."""
+
+    value: T
+    outcome: str
+    lints: int | None = None
+    new_lints: int | None = None
+    exit_code: int | None = None
 
 
 COLUMNS = tuple(f.name for f in fields(Event))

@@ -23,6 +23,8 @@ _OTHER_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where else str.splitlines 
 
 def lines(text: str) -> list[str]:
     """The lines of `text` without their line breaks (a final break leaves an empty line)."""
+    if "\r" not in text:
+        return text.split("\n")  # the same answer, several times faster (every synced document)
     return LINE_BREAK.split(text)
 
 

@@ -4,13 +4,19 @@ Keyed by (servers asked, path, digest of the base content), so branches forked f
 files share one answer and a file the user edits gets a fresh one. Caveat: a lint a base file
 has only because of *another* file's content is attributed as if that file had its base
 content too.
+
+`LineMaps` keeps the other half of the `new` column: how each staged file's lines map to its
+base, per (base bytes, version bytes), computed once per version off the services' loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, TypeVar
 
-from ..lsp import Lint
+from ..lsp import LineMap, Lint, line_map
 from ..paths import RelPath
 from .staging import digest
 
@@ -21,8 +27,12 @@ def servers_key(servers: Sequence[str] | None) -> str:
     return ",".join(sorted(servers)) if servers else "*"
 
 
-def key(servers: str, path: RelPath, base: bytes | None) -> Key:
-    return (servers, path, digest(base))
+def key(servers: str, path: RelPath, base: bytes | None, kept: bool = False) -> Key:
+    """The cache key; `kept`: `base` is an object the branch keeps (its recorded base), so
+    its digest is remembered by identity instead of hashed again on every lint."""
+    if base is None or not kept:
+        return (servers, path, digest(base))
+    return (servers, path, _DIGESTS.get((base,), lambda: digest(base)))
 
 
 class BaseLints:
@@ -48,3 +58,54 @@ class BaseLints:
 
     def lints(self, keys: dict[RelPath, Key]) -> list[Lint]:
         return [lint for k in keys.values() for lint in self._lints[k]]
+
+
+V = TypeVar("V")
+
+
+class IdentityCache(Generic[V]):
+    """Values computed from some bytes objects, keyed by their identity (no hashing of
+    megabytes per lint), least recently used first out. An entry holds its objects, so their
+    ids cannot be reused while it lives. Thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[int, ...], tuple[tuple[bytes, ...], V]] = OrderedDict()
+
+    def get(self, of: tuple[bytes, ...], make: Callable[[], V]) -> V:
+        key = tuple(map(id, of))
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][1]
+        value = make()  # outside the lock: two threads may both compute it, same answer
+        with self._lock:
+            self._entries[key] = (of, value)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
+
+    def cached(self, of: tuple[bytes, ...]) -> V | None:
+        with self._lock:
+            entry = self._entries.get(tuple(map(id, of)))
+        return None if entry is None else entry[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_DIGESTS: IdentityCache[str] = IdentityCache(1024)
+
+
+class LineMaps:
+    """Line maps (base -> version) of staged files, per pair of bytes objects."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._maps: IdentityCache[LineMap] = IdentityCache(size)
+
+    def missing(self, pairs: Iterable[tuple[bytes, bytes]]) -> bool:
+        return any(self._maps.cached(pair) is None for pair in pairs)
+
+    def get(self, base: bytes, new: bytes) -> LineMap:
+        return self._maps.get((base, new), lambda: line_map(base, new))

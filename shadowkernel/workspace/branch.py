@@ -9,6 +9,7 @@ they can change under it; accept() guards only the files it touched.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -16,22 +17,22 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
-from ..errors import ArgumentError, ClosedError, ConflictError, NotFound, ShadowError, StagingError
-from ..lsp import Lint, lint_table, mark_new
+from ..errors import ArgumentError, ConflictError, NotFound, ShadowError, StagingError
+from ..lsp import LineMap, Lint, flag_new, lint_table
 from ..lsp.documents import workspace_edit_changes
 from ..lsp.navigation import Hover, Location, Symbol
-from ..overlay.store import freeze
 from ..paths import RelPath, rel
 from ..run import RunResult
-from ..sched import Lane, Snapshot
+from ..sched import Answer, Lane, Snapshot
 from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
 from ..text.uris import uri_to_rel
-from . import arguments, baselints, checkers, runs, scratch
+from . import arguments, baselints, checkers, gitexport, runs, scratch
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
-from .staging import LINK, Version, base_snapshot, is_text, n_files, staged, texts, version_snapshot
+from .staging import LINK, Version, base_snapshot, is_text, n_files, texts, version_snapshot
+from .state import BranchState, file_bytes
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -42,38 +43,35 @@ LintTable: TypeAlias = pd.DataFrame  # columns: lsp.COLUMNS; attrs: branch, vers
 class Branch:
     """A private line of edits on top of the user's folder. Create with `ws.branch(name)`."""
 
-    def __init__(self, workspace: Workspace, name: str, uid: int) -> None:
+    def __init__(
+        self, workspace: Workspace, name: str, uid: int, state: BranchState | None = None
+    ) -> None:
         self.workspace = workspace
         self.name = name
         self.conflicts: tuple[RelPath, ...] = ()  # set by ws.merge_check: paths that overlapped
         self._uid = uid  # names can be reused after drop(); snapshot keys must not be
-        self._lock = threading.RLock()
-        self._bases: dict[RelPath, bytes | None] = {}
-        self._modes: dict[RelPath, int] = {}
-        self._versions: list[Version] = [Version(0, MappingProxyType({}), freeze({}), "fork")]
-        self._scratch = scratch.Scratch()
-        self._state = "open"
+        self.state = state or BranchState(name)  # versions, bases, scratch and their lock
 
     # -- versions -------------------------------------------------------------------------------
 
     @property
     def version(self) -> int:
-        return self._versions[-1].number
+        return self.state.head.number
 
     @property
     def versions(self) -> tuple[Version, ...]:
-        return tuple(self._versions)
+        return tuple(self.state.versions)
 
     @property
     def files(self) -> Mapping[RelPath, bytes | None]:
         """Every path this branch touched at its current version (None: deleted)."""
-        return self._versions[-1].files
+        return self.state.head.files
 
     @property
     def bases(self) -> Mapping[RelPath, bytes | None]:
         """The user's bytes of each touched path when the branch first touched it."""
-        with self._lock:
-            return MappingProxyType(dict(self._bases))
+        with self.state.lock:
+            return MappingProxyType(dict(self.state.bases))
 
     def read(self, path: str) -> str:
         """The branch's current text of `path` (staged, or the user's file); a binary file is
@@ -90,7 +88,7 @@ class Branch:
     def read_bytes(self, path: str) -> bytes:
         """The branch's current bytes of `path` (staged, or the user's file)."""
         target = arguments.path("path", path)
-        data = self._current_bytes(self._versions[-1], target)
+        data = self._current_bytes(self.state.head, target)
         if data is None:
             raise NotFound(f"path {target!r} does not exist in branch {self.name!r}")
         return data
@@ -106,20 +104,13 @@ class Branch:
         """The mode `path` has in the branch: permission bits, or LINK for a symlink."""
         target = arguments.path("path", path)
         self.read_bytes(target)
-        return self._mode(self._versions[-1], target)
-
-    def _mode(self, version: Version, path: RelPath) -> int:
-        if path in version.modes:
-            return version.modes[path]
-        if path in self._modes:
-            return self._modes[path]
-        return self.workspace.folder.read(path)[1]
+        return self.state.mode(self.state.head, target, self.workspace.folder)
 
     def scratch(self) -> list[scratch.Entry]:
         """What runs wrote that no version holds (path, kind, size, mode): later runs see it;
         lints, diff() and accept() do not (`run(keep=True)` stages it instead)."""
-        with self._lock:
-            return self._scratch.listing()
+        with self.state.lock:
+            return self.state.scratch.listing()
 
     # -- staging ----------------------------------------------------------------------------------
 
@@ -135,7 +126,7 @@ class Branch:
         """Replace the one occurrence of `old` in `path` by `new`."""
         target = self._guard(arguments.path("path", path), "replace")
         old, new = arguments.text("old", old), arguments.text("new", new)
-        with self._lock:
+        with self.state.lock:
             text = self.read(target)
             return self._stage_text({target: replace_once(text, old, new, target)},
                                     f"replace in {target}")  # fmt: skip
@@ -144,8 +135,8 @@ class Branch:
         """Apply a unified diff (one or more files; '--- /dev/null' creates, '+++ /dev/null'
         deletes). All files or none."""
         arguments.text("patch", patch)
-        with self._lock:
-            version = self._versions[-1]
+        with self.state.lock:
+            version = self.state.head
             files = patches.parse_patch(patch)
             for fp in files:
                 for side in (fp.old_path, fp.new_path):
@@ -157,8 +148,8 @@ class Branch:
 
     def delete(self, path: str) -> int:
         target = self._guard(arguments.path("path", path), "delete")
-        with self._lock:
-            if self._current_bytes(self._versions[-1], target) is None:
+        with self.state.lock:
+            if self._current_bytes(self.state.head, target) is None:
                 raise NotFound(f"delete: {target!r} does not exist in branch {self.name!r}")
             return self._stage_text({target: None}, f"delete {target}")
 
@@ -168,8 +159,8 @@ class Branch:
         if edit is None or isinstance(edit, str | bytes | int | float):
             raise ArgumentError(f"edit={edit!r}: give an LSP WorkspaceEdit (object or JSON dict) "
                                 "or a lint's quick fix (a row's `fixes` entry)")  # fmt: skip
-        with self._lock:
-            version = self._versions[-1]
+        with self.state.lock:
+            version = self.state.head
             read = lambda p: self._current_text(version, p)  # noqa: E731
             if hasattr(edit, "edits") and hasattr(edit, "title"):  # an lsp.Fix
                 changes = self._fix_changes(edit, read)
@@ -212,33 +203,20 @@ class Branch:
     ) -> int:
         """Validate everything first, then make one new version (bad input changes nothing).
         `modes`: the paths whose mode changes (others keep theirs)."""
-        with self._lock:
-            self._check_open()
-            protection = self.workspace.protection
-            protection.check(data, op)  # DESIGN invariant 7: every staging call comes here
-            protection.check_links({p: d for p, d in data.items()
-                                    if modes.get(p) == LINK and d is not None}, op)  # fmt: skip
-            folder = self.workspace.folder
-            bases = {p: folder.entry(p) for p in data if p not in self._bases}
-            current = self._versions[-1]
-            new_modes = {p: m for p, m in current.modes.items() if data.get(p, b"") is not None}
-            new_modes.update(modes)
-            shown = {**{p: m for p, (_, m) in bases.items()}, **self._modes, **new_modes}
-            manifest = staged(current.manifest, data, shown, self.workspace.store.make,
-                              folder.is_dir)  # fmt: skip
-            for path, (base, mode) in bases.items():
-                self._bases[path] = base
-                self._modes[path] = mode
-            self._scratch.discard(data)
-            files = MappingProxyType({**current.files, **data})
-            self._versions.append(Version(current.number + 1, files, manifest, op,
-                                          MappingProxyType(new_modes)))  # fmt: skip
-            return current.number + 1
+        self.workspace.check_open()
+        protection = self.workspace.protection
+        protection.check(data, op)  # DESIGN invariant 7: every staging call comes here
+        protection.check_links({p: d for p, d in data.items()
+                                if modes.get(p) == LINK and d is not None}, op)  # fmt: skip
+        folder, state = self.workspace.folder, self.state
+        with state.lock:  # branches forked from the same file share one copy of its base
+            bases = {p: (self.workspace.shared_base(p, base), mode)
+                     for p in data if p not in state.bases
+                     for base, mode in [folder.entry(p)]}  # fmt: skip
+            return state.stage(data, op, folder, self.workspace.store.make, bases, modes)
 
     def _current_bytes(self, version: Version, path: RelPath) -> bytes | None:
-        if path in version.files:
-            return version.files[path]
-        return self.workspace.folder.content(path)
+        return file_bytes(version, path, self.workspace.folder)
 
     def _current_text(self, version: Version, path: RelPath) -> str | None:
         data = self._current_bytes(version, path)
@@ -250,13 +228,11 @@ class Branch:
         return version_snapshot(self._uid, version)
 
     def _base_snapshot(self) -> Snapshot:
-        return base_snapshot(self._bases, self._modes, self.workspace.base_blob)
+        return base_snapshot(self.state.bases, self.state.modes, self.workspace.base_blob)
 
     def _base_bytes(self, path: RelPath) -> bytes | None:
-        if path in self._bases:
-            return self._bases[path]
         try:
-            return self.workspace.folder.content(path)
+            return self.state.base_bytes(path, self.workspace.folder)
         except ShadowError:
             return None
 
@@ -301,20 +277,21 @@ class Branch:
     async def _lint(
         self, paths: Sequence[str] | None, servers: Sequence[str] | None, fixes: bool
     ) -> tuple[list[Lint], list[bool], int]:
-        with self._lock:
+        with self.state.lock:
             self._check_open()
-            version = self._versions[-1]
+            version = self.state.head
             snapshot, base = self._snapshot(version), self._base_snapshot()
-            bases = dict(self._bases)
+            bases = dict(self.state.bases)
         targets = self._lint_targets(version, paths)
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
-        base_texts = {p: _text_or_empty(b) for p, b in bases.items() if b is not None}
-        new_texts = texts(version)
+        maps = await _line_maps(self.workspace.line_maps, version, bases, targets)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
-        async def job(lane: Lane) -> tuple[tuple[list[Lint], list[bool], int], str]:
+        async def job(lane: Lane) -> Answer[tuple[list[Lint], list[bool], int]]:
             keys = {  # read when served: untouched files are the user's files of that moment
-                p: baselints.key(names, p, bases[p] if p in bases else self._base_bytes(p))
+                p: baselints.key(
+                    names, p, *((bases[p], True) if p in bases else (self._base_bytes(p), False))
+                )
                 for p in targets
                 if p not in bases or bases[p] is not None  # files the base has
             }
@@ -325,8 +302,9 @@ class Branch:
                 cache.store({p: keys[p] for p in missing}, found)
             await lane.show(snapshot)
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
-            flags = mark_new(lints, cache.lints(keys), base_texts, new_texts)
-            return (lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)"
+            flags = flag_new(lints, cache.lints(keys), maps)
+            return Answer((lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)",
+                          lints=len(lints), new_lints=sum(flags))  # fmt: skip
 
         submitted = self.workspace.submit(self, version.number, "lint", "lint", job)
         lints, flags, number = await submitted
@@ -377,17 +355,17 @@ class Branch:
         target = arguments.path("path", path)
         if position:
             position = arguments.position(*position)
-        with self._lock:
+        with self.state.lock:
             self._check_open()
-            version = self._versions[-1]
+            version = self.state.head
             snapshot = self._snapshot(version)
 
-        async def job(lane: Lane) -> tuple[Any, str]:
+        async def job(lane: Lane) -> Answer[Any]:
             await lane.show(snapshot)
             answer = await getattr(lane.pool, op)(target, *position)
             if op == "hover":
-                return answer, "hover" if answer else "no hover"
-            return answer, f"{len(answer)} {'symbols' if op == 'symbols' else 'locations'}"
+                return Answer(answer, "hover" if answer else "no hover")
+            return Answer(answer, f"{len(answer)} {'symbols' if op == 'symbols' else 'locations'}")
 
         return await self.workspace.submit(self, version.number, "navigation", op, job)
 
@@ -402,8 +380,11 @@ class Branch:
         deletions, less .gitignore'd paths, the usual caches and protected paths, which the
         result's notes list) becomes the branch's next version instead. `options` go to
         `run_in_shadow` (python=True runs `cmd` as Python code; mode, env, cwd, output_cap,
-        max_processes, cancel). An interrupt in the caller, or setting the `cancel` event,
-        kills the run and all its processes."""
+        max_processes, cancel, sandbox). Runs of other branches go at the same time (up to
+        `ws.max_runs`), this branch's in turn; lints are served meanwhile. An interrupt in the
+        caller, setting the `cancel` event (from any thread), drop() or closing the workspace
+        kills the run and all its processes, or takes it out of the queue (then `cancelled`
+        and nothing ran)."""
         cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
         try:
@@ -415,9 +396,14 @@ class Branch:
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, keep: bool = False,
                         **options: Any) -> RunResult:  # fmt: skip
+        cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
-        return await self.workspace.bridge.call_async(
-            runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
+        try:
+            return await self.workspace.bridge.call_async(
+                runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
+        except BaseException:  # asyncio cancellation (an MCP client's cancel) included
+            cancel.set()
+            raise
 
     # -- diff, accept, drop ---------------------------------------------------------------------
 
@@ -426,20 +412,21 @@ class Branch:
         unified diff (git style, with mode lines and `Binary files ... differ`); with
         `scratch=True` followed by what runs left in the scratch layer (see `scratch()`)."""
         arguments.flag("scratch", scratch)
-        with self._lock:
+        with self.state.lock:
             chosen = self._version(version)
-            listing = self._scratch.listing() if scratch else []
-            return version_diff(chosen.files, self._bases, chosen.modes, self._modes, listing)
+            listing = self.state.scratch.listing() if scratch else []
+            return version_diff(chosen.files, self.state.bases, chosen.modes, self.state.modes,
+                                listing)  # fmt: skip
 
     def _version(self, number: int | None) -> Version:
         if number is None:
-            return self._versions[-1]
+            return self.state.head
         if isinstance(number, bool) or not isinstance(number, int):
             raise ArgumentError(f"version={number!r}: give a version number (an int)")
-        if not 0 <= number < len(self._versions):
+        if not 0 <= number < len(self.state.versions):
             raise NotFound(f"branch {self.name!r} has no version {number} (it has 0 to "
                            f"{self.version})")  # fmt: skip
-        return self._versions[number]
+        return self.state.versions[number]
 
     def accept(self) -> Accepted:
         """Write the branch's files into the user's folder.
@@ -449,10 +436,10 @@ class Branch:
         nothing at all is written. Each file is replaced atomically (temp file + rename).
         """
         folder = self.workspace.folder
-        with self._lock:
+        with self.state.lock:
             self._check_open()
-            version = self._versions[-1]
-            plan = merge_plan(version.files, self._bases.get, lambda p: folder.entry(p)[0],
+            version = self.state.head
+            plan = merge_plan(version.files, self.state.bases.get, lambda p: folder.entry(p)[0],
                               protected=self.workspace.protection.reason)  # fmt: skip
             if plan.conflicts:
                 raise ConflictError(
@@ -469,9 +456,8 @@ class Branch:
                     plan.writes[path] = current
             for path, data in plan.writes.items():
                 folder.write_atomic(path, data, self._accepted_mode(version, path))
-            for path in version.files:
-                if path not in plan.protected:
-                    self._bases[path], self._modes[path] = folder.entry(path)
+            self.state.rebase({p: folder.entry(p) for p in version.files
+                               if p not in plan.protected})  # fmt: skip
         return Accepted(
             written=tuple(p for p, d in plan.writes.items() if d is not None),
             deleted=tuple(p for p, d in plan.writes.items() if d is None),
@@ -479,60 +465,51 @@ class Branch:
         )
 
     def _mode_changed(self, version: Version, path: RelPath) -> bool:
-        return path in version.modes and version.modes[path] != self._modes.get(path)
+        return path in version.modes and version.modes[path] != self.state.modes.get(path)
 
     def _accepted_mode(self, version: Version, path: RelPath) -> int | None:
         """The mode accept gives `path`: the branch's when it changed it, else the user's."""
         return version.modes[path] if self._mode_changed(version, path) else None
 
+    def commit(self, ref: str | None = None, message: str | None = None) -> str:
+        """Export the branch's files at its current version as a git commit in the folder's
+        repository and point `ref` (default: refs/heads/agent/NAME) at it; returns the
+        commit's id. The worktree, the index and HEAD are untouched. The parent is the commit
+        the branch's base matches (HEAD, or one of its ancestors); where none matches, HEAD,
+        and the message says which paths differ."""
+        ref = gitexport.default_ref(self.name) if ref is None else ref
+        with self.state.lock:
+            self._check_open()
+            head = self.state.head
+            files, modes, bases = head.files, dict(self.state.modes), dict(self.state.bases)
+        if message is None:
+            message = f"{self.name} v{head.number}: {head.op}"
+        arguments.text("message", message)
+        return gitexport.commit(self.workspace.root, files, modes, bases, ref, message)
+
     def drop(self) -> None:
-        """Forget the branch (its versions and scratch layer). The user's folder is untouched."""
-        with self._lock:
-            self._state = "dropped"
-            self._scratch.clear()
+        """Forget the branch (its versions and scratch layer), also in the durable store, and
+        cancel its runs. The user's folder is untouched."""
+        self.state.drop()
+        self.workspace.run_queue.cancel(self.state.key)
         self.workspace._forget(self)
 
     def _check_open(self) -> None:
-        if self._state != "open":
-            raise ClosedError(f"branch {self.name!r} was {self._state}; fork a new one")
+        self.state.check_open()
         self.workspace.check_open()
 
     def __repr__(self) -> str:
         return (f"<Branch {self.name!r} v{self.version}: {n_files(len(self.files))} touched, "
-                f"{self._state}>")  # fmt: skip
+                f"{self.state.status}>")  # fmt: skip
 
 
-def merge_branches(merged: Branch, a: Branch, b: Branch) -> None:
-    """Stage on the fresh branch `merged` the three-way merge of `a` and `b` (per hunk, as
-    `git merge-file` merges): their common base (each path's base as the branch that touched
-    it first recorded it) becomes its base; a path both changed in overlapping lines holds the
-    merge with conflict markers labelled with the branch names and `base`, and is listed in
-    `conflicts`."""
-    with a._lock, b._lock:
-        ours, theirs = a._versions[-1], b._versions[-1]
-        paths = sorted({*ours.files, *theirs.files})
-        bases = {**b._bases, **a._bases}
-        base_modes = {**b._modes, **a._modes}
-        mine = {p: a._current_bytes(ours, p) for p in paths}
-        other = {p: b._current_bytes(theirs, p) for p in paths}
-        modes = {**{p: b._mode(theirs, p) for p in theirs.modes},
-                 **{p: a._mode(ours, p) for p in ours.modes}}  # fmt: skip
-    plan = merge_plan(mine, bases.get, other.get, (a.name, "base", b.name))
-    result = {p: plan.writes.get(p, other[p]) for p in paths}
-    result |= {p: plan.marked.get(p, mine[p] if mine[p] is not None else other[p])
-               for p in plan.conflicts}  # fmt: skip
-    changed = {p: d for p, d in result.items() if d != bases[p] or p in modes}
-    with merged._lock:
-        merged._bases.update({p: bases[p] for p in changed})
-        merged._modes.update({p: base_modes[p] for p in changed if p in base_modes})
-        if changed:
-            merged._stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}",
-                          {p: m for p, m in modes.items() if p in changed})  # fmt: skip
-        merged.conflicts = tuple(plan.conflicts)
-
-
-def _text_or_empty(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
+async def _line_maps(cache: baselints.LineMaps, version: Version,
+                     bases: Mapping[RelPath, bytes | None],
+                     targets: Sequence[RelPath]) -> dict[RelPath, LineMap]:  # fmt: skip
+    """How each staged target's lines map to its base (the `new` column), from the cache or
+    computed in a worker thread: never on the services' loop."""
+    pairs = {p: (bases.get(p) or b"", data) for p in targets
+             if (data := version.files.get(p)) is not None}  # fmt: skip
+    if cache.missing(pairs.values()):
+        return await asyncio.to_thread(lambda: {p: cache.get(*pair) for p, pair in pairs.items()})
+    return {p: cache.get(*pair) for p, pair in pairs.items()}

@@ -30,7 +30,7 @@ from ..lsp.specs import find_program
 from ..overlay.store import Manifest
 from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
-from ..sched import Lane
+from ..sched import Answer, Lane
 from .staging import digest
 
 if TYPE_CHECKING:
@@ -99,10 +99,10 @@ async def _run(
 ) -> RunResult:
     """The one call into the run machinery (kept narrow: runs are becoming concurrent)."""
 
-    async def job(lane: Lane) -> tuple[RunResult, str]:
+    async def job(lane: Lane) -> Answer[RunResult]:
         result = await asyncio.to_thread(run_in_shadow, lane.shadow, manifest, argv,
                                          timeout=TIMEOUT, network=False)  # fmt: skip
-        return result, f"{name}: exit {result.exit_code}"
+        return Answer(result, f"{name}: exit {result.exit_code}", exit_code=result.exit_code)
 
     result: RunResult = await branch.workspace.submit(branch, number, "run", f"check {name}", job)
     return result

@@ -4,22 +4,34 @@
 The scratch layer (`scratch.Scratch`) holds what runs wrote that no version holds; later runs
 see it, lints, diff() and accept() do not. With `keep=True` what the run wrote under the
 project becomes the next version instead (see `scratch.kept` for what is kept).
+
+A run waits for its turn in the workspace's `RunQueue` (other branches' runs at once, this
+branch's in turn), then goes in a view of its own (an overlayfs view, or a private copy in
+documents mode) on a thread of its own, and is put on the timeline outside the lanes. Only a
+run through the FUSE mount (`mode="fuse"`, or no overlayfs here) is a lane job: the mount
+shows its manifest while it goes. What a run wrote joins the scratch layer when it ends, less
+the paths staged meanwhile: the staged edit is the newer word on those.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ShadowError
-from ..overlay.store import Dir, File, Override
+from ..errors import ClosedError, ShadowError
+from ..overlay.store import Dir, File, Override, changed_paths
 from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
-from ..sched import Lane
+from ..run.runner import SHARED_MOUNT, not_started, view_mode
+from ..sched import Answer, Lane
 from . import arguments, scratch
+from .folder import Folder
+from .runqueue import in_thread
 from .staging import LINK, Version, n_files
+from .state import file_bytes
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -38,28 +50,26 @@ def check(
 
 async def run(branch: Branch, cmd: str | list[str], timeout: float, network: bool, keep: bool,
               options: dict[str, Any]) -> RunResult:  # fmt: skip
-    """Queue the run on the scheduler; its writes go to the scratch layer (or the next version)."""
-    with branch._lock:
-        branch._check_open()
-        version = branch._versions[-1]
-
-    async def job(lane: Lane) -> tuple[RunResult, str]:
-        with branch._lock:
-            # Staging drops a path from the scratch layer, so what is left there is newer.
-            manifest = branch._scratch.over(version.manifest)
-        result = await asyncio.to_thread(
-            run_in_shadow, lane.shadow, manifest, cmd, timeout=timeout, network=network,
-            **options,
-        )  # fmt: skip
-        written = dict(result.written)
-        with branch._lock:
-            branch._scratch.absorb(written)
-        lane.run_wrote(set(written))
-        how = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        return result, f"{how}, {n_files(len(written))} written ({result.mode})"
-
-    result: RunResult = await branch.workspace.submit(branch, version.number, "run", "run", job)
-    if keep:
+    """Run at the branch's current version once it is the run's turn (see `runqueue`); its
+    writes go to the scratch layer (or the next version, with `keep`)."""
+    state = branch.state
+    with state.lock:
+        state.check_open()
+        version = state.head
+    options.setdefault("cancel", threading.Event())
+    one = _Run(branch, version, cmd, timeout, network, options)
+    workspace = branch.workspace
+    result = await workspace.run_queue.run(state.key, options["cancel"], one.turn)
+    if workspace.closed:
+        raise ClosedError(f"the workspace was closed while branch {branch.name!r}'s run was "
+                          "queued or running; its processes were killed")  # fmt: skip
+    if result is None:  # cancelled while queued
+        result = one.unstarted()
+        one.began = workspace.now()
+        _record(branch, version, one.queued, one.began, result)
+    result = dataclasses.replace(result, queue_seconds=max(one.began - one.queued, 0.0))
+    # A cancelled run's writes stay in the scratch layer: half a codemod is no version.
+    if keep and not result.cancelled:
         kept, refused = stage_kept(branch, result.written)
         notes = [f"kept as version {kept}"] if kept is not None else []
         if refused:
@@ -68,28 +78,113 @@ async def run(branch: Branch, cmd: str | list[str], timeout: float, network: boo
     return result
 
 
+class _Run:
+    """One run of a branch at a version, from its turn to its record on the timeline."""
+
+    def __init__(self, branch: Branch, version: Version, cmd: str | list[str], timeout: float,
+                 network: bool, options: dict[str, Any]) -> None:  # fmt: skip
+        self.branch, self.version, self.cmd = branch, version, cmd
+        self.timeout, self.network, self.options = timeout, network, options
+        self.shadow = branch.workspace.shadows[0]  # any lane's: its own view reads the folder
+        self.mode = view_mode(self.shadow, options.get("mode", "auto"), network,
+                              options.get("sandbox", True))  # fmt: skip
+        self.queued = self.began = branch.workspace.now()  # its queue time: began - queued
+
+    async def turn(self) -> RunResult:
+        self.began = self.branch.workspace.now()
+        if self.mode in SHARED_MOUNT:  # the shared FUSE mount shows its manifest: hold a lane
+            submit = self.branch.workspace.submit
+            return await submit(self.branch, self.version.number, "run", "run", self.on_a_lane)  # type: ignore[no-any-return]
+        try:
+            result = await in_thread(lambda: self.execute(self.shadow))
+        except Exception as error:
+            _record(self.branch, self.version, self.queued, self.began, error)
+            raise
+        _record(self.branch, self.version, self.queued, self.began, result)
+        return result
+
+    async def on_a_lane(self, lane: Lane) -> Answer[RunResult]:
+        self.began = self.branch.workspace.now()
+        if self.options["cancel"].is_set():  # while it waited for the lane
+            return Answer(self.unstarted(), "cancelled while queued")
+        result = await asyncio.to_thread(self.execute, lane.shadow)
+        lane.run_wrote(set(result.written))
+        return Answer(result, _outcome(result), exit_code=result.exit_code)
+
+    def execute(self, shadow: Any) -> RunResult:
+        with self.branch.state.lock:
+            # Staging drops a path from the scratch layer, so what is left there is newer.
+            manifest = self.branch.state.scratch.over(self.version.manifest)
+        result = run_in_shadow(shadow, manifest, self.cmd, timeout=self.timeout,
+                               network=self.network, **self.options)  # fmt: skip
+        _absorb(self.branch, self.version, result.written)
+        return result
+
+    def unstarted(self) -> RunResult:
+        return not_started(self.shadow, self.cmd, python=self.options.get("python", False),
+                           network=self.network, mode=self.options.get("mode", "auto"),
+                           why=QUEUED_NOTE)  # fmt: skip
+
+
+QUEUED_NOTE = "cancelled while queued: nothing ran"
+
+
+def _absorb(branch: Branch, version: Version, written: Mapping[RelPath, Override | None]) -> None:
+    """Put what a run wrote in the branch's scratch layer, less what was staged since the run
+    was asked for (a staged edit wins over a run's write, as staging's `discard` says)."""
+    state = branch.state
+    with state.lock:
+        if state.status != "open":
+            return
+        staged = set(changed_paths(version.manifest, state.head.manifest))
+        state.absorb({p: o for p, o in written.items() if p not in staged})
+
+
+def _record(branch: Branch, version: Version, queued: float, started: float,
+            answer: RunResult | Exception) -> None:  # fmt: skip
+    """Put a run served outside the lanes on the timeline; preparing its view is its switch."""
+    if isinstance(answer, Exception):
+        outcome = f"{type(answer).__name__}: {answer}"[:200]
+        branch.workspace.record(branch.name, version.number, "run", "run", queued, started,
+                                ok=False, outcome=outcome)  # fmt: skip
+    else:
+        branch.workspace.record(branch.name, version.number, "run", "run", queued, started,
+                                switch=answer.setup_seconds, outcome=_outcome(answer),
+                                exit_code=answer.exit_code)  # fmt: skip
+
+
+def _outcome(result: RunResult) -> str:
+    how = ("timed out" if result.timed_out else "cancelled" if result.cancelled
+           else f"exit {result.exit_code}")  # fmt: skip
+    return f"{how}, {n_files(len(result.written))} written ({result.mode})"
+
+
 def stage_kept(
     branch: Branch, written: Mapping[RelPath, Override | None]
 ) -> tuple[int | None, list[RelPath]]:
     """Stage what a run wrote as the branch's next version (None when nothing was keepable),
     and the protected paths it wrote, which are never kept (DESIGN invariant 7)."""
-    with branch._lock:
-        version = branch._versions[-1]
-        rules = scratch.ignore_rules(lambda p: _file_bytes(branch, version, p), written)
+    state, folder = branch.state, branch.workspace.folder
+    with state.lock:
+        version = state.head
+        rules = scratch.ignore_rules(lambda p: _file_bytes(folder, version, p), written)
         protection = branch.workspace.protection
         allowed, refused = protection.allowed(p for p, o in written.items()
                                               if not isinstance(o, Dir))  # fmt: skip
         data, modes = scratch.kept({p: written[p] for p in allowed}, rules,
-                                   lambda f: _override_bytes(branch, f))  # fmt: skip
+                                   lambda f: _override_bytes(folder, f))  # fmt: skip
         links = [p for p in data if modes.get(p) == LINK
                  and protection.link_reason(p, data[p] or b"") is not None]  # fmt: skip
         allowed, refused = [p for p in data if p not in links], sorted([*refused, *links])
         data = {p: data[p] for p in allowed
-                if data[p] is not None or _file_bytes(branch, version, p) is not None}  # fmt: skip
+                if data[p] is not None or _file_bytes(folder, version, p) is not None}  # fmt: skip
         if not data:
             return None, refused
         modes = {p: m for p, m in modes.items() if p in data}
-        return branch._stage(data, f"run kept ({n_files(len(data))})", modes), refused
+        branch.workspace.check_open()
+        kept = state.stage(data, f"run kept ({n_files(len(data))})", folder,
+                           branch.workspace.store.make, None, modes)  # fmt: skip
+        return kept, refused
 
 
 def refused_note(paths: list[RelPath], shown: int = 10) -> str:
@@ -99,15 +194,15 @@ def refused_note(paths: list[RelPath], shown: int = 10) -> str:
             f"links to them (they stay in the run's scratch): {listed}{more}")  # fmt: skip
 
 
-def _file_bytes(branch: Branch, version: Version, path: RelPath) -> bytes | None:
+def _file_bytes(folder: Folder, version: Version, path: RelPath) -> bytes | None:
     try:
-        return branch._current_bytes(version, path)
+        return file_bytes(version, path, folder)
     except ShadowError:  # a directory or symlink there: not a file to keep or delete
         return None
 
 
-def _override_bytes(branch: Branch, override: File) -> bytes:
+def _override_bytes(folder: Folder, override: File) -> bytes:
     if override.blob is not None:
         return override.blob.bytes()
-    data = branch.workspace.folder.content(override.origin) if override.origin else None
+    data = folder.content(override.origin) if override.origin else None
     return data or b""

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError
+from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError, ShadowError
 from ..lsp import LspPool, registry
 from ..lsp.navigation import Symbol
 from ..lsp.specs import ServerSpec
@@ -41,18 +41,22 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import Protection, RelPath
 from ..run import capabilities
-from ..sched import Event, Lane, Policy, Scheduler, Snapshot, Timeline
-from . import arguments
-from .baselints import BaseLints
-from .branch import Branch, merge_branches
+from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline, default_lanes
+from . import arguments, statedir
+from .baselints import BaseLints, LineMaps
+from .branch import Branch
 from .bridge import LoopThread
+from .durable import DurableStore
 from .folder import Folder
+from .runqueue import RunQueue
 from .scratch import USUAL_CACHES
 from .staging import digest
+from .state import merge
 
 log = logging.getLogger(__name__)
 
 FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
+RUNS_END_WITHIN = 10.0  # seconds close() waits for cancelled runs to be gone (killing: ~50 ms)
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
 
@@ -83,23 +87,36 @@ class Workspace:
         path: str | os.PathLike[str],
         servers: Sequence[Any] = ("ruff",),
         *,
-        lanes: int = 1,
+        lanes: int | None = None,
         policy: Policy = "round-robin",
         batch: int = 8,
         idle_timeout: float = 900,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         mode: str = "auto",
         protect: Sequence[str] = (),
+        state: str | os.PathLike[str] | statedir.Default | None = statedir.DEFAULT,
+        restore: bool = True,
+        max_runs: int | None = None,
     ) -> None:
+        """`state`: where branches are kept durably (default: a directory per folder under
+        $XDG_STATE_HOME/shadowkernel; None: in memory only); `restore`: bring back the
+        branches kept there (False: start empty, deleting nothing)."""
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
+        if lanes is None:  # the machine's cores and the servers decide (sched.default_lanes)
+            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)))
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
                                 f"e.g. [{servers!r}]")  # fmt: skip
         arguments.seconds("idle_timeout", idle_timeout)
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
+        restore = arguments.flag("restore", restore)
+        self.state_dir = None if state is None else statedir.directory(self.root, state)
+        self.durable: DurableStore | None = None
+        max_runs = len(os.sched_getaffinity(0)) if max_runs is None else max_runs
+        arguments.count("max_runs", max_runs, 1, "the number of runs at once")
         self.servers = tuple(servers)
         # Checkers (mypy, go vet, ...) run as sandboxed runs (checkers.py), not in the pools.
         self._lsp_servers, self.checkers = registry.split(self.servers, Path(self.root))
@@ -108,15 +125,21 @@ class Workspace:
         self.folder = Folder(self.root, self.protection)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
+        self.line_maps = LineMaps()
         self.bridge = LoopThread()
+        self.run_queue = RunQueue(max_runs)
         self.origin = time.perf_counter()  # the timeline's zero
         self._shadows: list[Shadow | DetachedShadow] = []
         self._branches: dict[str, Branch] = {}
         self._lock = threading.Lock()
         self._base_blobs: dict[tuple[RelPath, str], Blob] = {}
+        self._base_bytes: dict[tuple[RelPath, str], bytes] = {}
         self._ids = itertools.count(1)
         self._closed = False
         try:
+            if self.state_dir is not None:
+                self.durable = DurableStore(self.state_dir, self.root)
+            self.restored = self._restore(restore)
             self._open_shadows(mode, lanes)
             self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
         except BaseException:
@@ -186,8 +209,29 @@ class Workspace:
                 raise ArgumentError(f"branch {name!r} exists; use ws.branches[{name!r}] or "
                                     "drop() it first")  # fmt: skip
             branch = Branch(self, name, next(self._ids))
+            if self.durable is not None:
+                self.durable.fork(branch.state)
+                branch.state.journal = self.durable
             self._branches[name] = branch
         return branch
+
+    def _restore(self, restore: bool) -> int:
+        """The branches the durable store keeps; returns how many came back. Where an older
+        branch has the name of a newer one (made after a `restore=False`), it is restored as
+        NAME~KEY. Bases are restored as recorded, whatever the folder holds now."""
+        if self.durable is None:
+            return 0
+        if not restore:
+            self.durable.sweep()
+            return 0
+        states = self.durable.restore(self.folder, self.store.make)
+        for state in reversed(states):  # the newest first: it keeps its name
+            if state.name in self._branches:
+                state.name = f"{state.name}~{state.key[:6]}"
+            state.journal = self.durable
+            self._branches[state.name] = Branch(self, state.name, next(self._ids), state)
+        self._branches = dict(reversed(self._branches.items()))  # in the order they forked
+        return len(states)
 
     @property
     def branches(self) -> Mapping[str, Branch]:
@@ -211,7 +255,7 @@ class Workspace:
             if not isinstance(branch, Branch) or branch.workspace is not self:
                 raise ArgumentError(f"{arg}={branch!r}: give a branch of this workspace")
         merged = self.branch(name or f"merge-{a.name}-{b.name}")
-        merge_branches(merged, a, b)
+        merged.conflicts = merge(merged.state, a.state, b.state, self.folder, self.store.make)
         return merged
 
     # -- requests ----------------------------------------------------------------------------
@@ -220,10 +264,10 @@ class Workspace:
         """Workspace symbols matching `query`, as the user's folder shows them."""
         arguments.text("query", query)
 
-        async def job(lane: Lane) -> tuple[list[Symbol], str]:
+        async def job(lane: Lane) -> Answer[list[Symbol]]:
             await lane.show(FOLDER)
             found = await lane.pool.workspace_symbols(query)
-            return found, f"{len(found)} symbols"
+            return Answer(found, f"{len(found)} symbols")
 
         async def submit() -> list[Symbol]:
             self.check_open()
@@ -245,7 +289,29 @@ class Workspace:
                 blob = self._base_blobs[key] = self.store.make(data)
         return blob
 
+    def shared_base(self, path: RelPath, data: bytes | None) -> bytes | None:
+        """One bytes object per (path, base content): a thousand branches forked from one
+        file hold one copy of its base, not a thousand."""
+        if data is None:
+            return None
+        with self._lock:
+            return self._base_bytes.setdefault((path, digest(data)), data)
+
+    @property
+    def max_runs(self) -> int:
+        """How many runs go at once (other branches' runs queue; one branch's runs go in turn)."""
+        return self.run_queue.limit
+
     # -- the timeline ------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The timeline's clock: seconds since the workspace started."""
+        return time.perf_counter() - self.origin
+
+    def record(self, branch: str, version: int, kind: Any, op: str, queued: float,
+               started: float, **answer: Any) -> None:  # fmt: skip
+        """Put a request served outside the lanes (a run in its own view) on the timeline."""
+        self._scheduler.record(branch, version, kind, op, queued, started, **answer)
 
     def events(self) -> list[Event]:
         """Every request served so far, in the order it finished."""
@@ -266,6 +332,7 @@ class Workspace:
             "mode": self.mode,
             "lanes": len(self._shadows),
             "queued": len(self._scheduler.queue),
+            "runs": len(self.run_queue),
             "branches": len(self._branches),
             "base_lints_cached": len(self.base_lints),
             "servers": [lane.pool.statistics() for lane in self._scheduler.lanes],
@@ -288,6 +355,8 @@ class Workspace:
         for shadow in self._shadows:
             self._attempt(f"unmount the shadow at {shadow.mountpoint}", shadow.close)
         self.store.close()
+        if self.durable is not None:
+            self._attempt("close the durable store", self.durable.close)
 
     def _attempt(self, what: str, step: Any) -> None:
         try:
@@ -296,6 +365,7 @@ class Workspace:
             log.warning("closing %s: could not %s", self.root, what, exc_info=True)
 
     async def _shutdown(self, scheduler: Scheduler) -> None:
+        await self.run_queue.close(RUNS_END_WITHIN)  # before the lanes: fuse runs hold one
         await scheduler.close()
         await asyncio.gather(*(lane.pool.close() for lane in scheduler.lanes),
                              return_exceptions=True)  # fmt: skip
@@ -318,3 +388,11 @@ class Workspace:
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
+
+
+def _server_names(servers: Any) -> list[str]:
+    """Server names for the lane default (bad values are reported by the later checks)."""
+    try:
+        return [spec.name for spec in registry.resolve_specs(servers)]
+    except (ShadowError, TypeError, AttributeError):
+        return []

@@ -1,0 +1,174 @@
+"""What durable branches cost: staging latency with the durable store against memory only,
+and the time to restore 1,000 branches when a folder is opened again.
+
+The input is a real library (more-itertools 11.2.1's sdist, its own files): each staging
+writes one of its modules with a small edit. Staging is measured through the public API on
+a Workspace in documents mode (no mount, no language servers: the staging path alone), three
+ways side by side in one run: memory only (state=None), the durable store's default policy
+("full": blobs fsync'ed before the record, SQLite WAL with synchronous=FULL: survives a power
+loss) and "normal" (no blob fsync, synchronous=NORMAL: survives a crash of the process only).
+Then what journaling a run's scratch layer costs (1,000 small files, the store alone, both
+policies). Restore: 1,000 branches of 3 versions each are made, then the folder is opened
+with restore=True and, as the baseline, restore=False (same store, same run).
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/durable.py [--stagings 200] [--branches 1000]
+
+A table, then one JSON object as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import shadowkernel as sk
+from shadowkernel.evals import pypi
+from shadowkernel.overlay.store import BlobStore, File
+from shadowkernel.paths import RelPath
+from shadowkernel.workspace import durable
+from shadowkernel.workspace.durable import DurableStore
+from shadowkernel.workspace.state import BranchState
+
+LIBRARY = ("more-itertools", "11.2.1")
+
+
+def sources(into: Path) -> dict[str, str]:
+    top = pypi.unpack(*LIBRARY, into)
+    return {str(p.relative_to(top)): p.read_text() for p in sorted(top.rglob("*.py"))}
+
+
+def open_ws(root: Path, state: Path | None, **options: object) -> sk.Workspace:
+    return sk.Workspace(root, servers=[], mode="documents", state=state, **options)  # type: ignore[arg-type]
+
+
+def stagings(
+    root: Path, state: Path | None, files: dict[str, str], n: int, seed: int
+) -> list[float]:
+    """Seconds per staging call: n writes of the library's modules, each a little edited."""
+    rng, names = random.Random(seed), sorted(files)
+    times = []
+    with open_ws(root, state) as ws:
+        branch = ws.branch("bench")
+        for i in range(n):
+            path = rng.choice(names)
+            text = files[path] + f"\n# edit {i}\n"
+            start = time.perf_counter()
+            branch.write(path, text)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def make_branches(root: Path, state: Path, files: dict[str, str], count: int) -> None:
+    """`count` branches of 3 versions each (made with the fast policy: only restoring counts)."""
+    rng, names = random.Random(7), sorted(files)
+    durable.SYNC = "normal"
+    try:
+        with open_ws(root, state) as ws:
+            for i in range(count):
+                branch = ws.branch(f"agent-{i}")
+                for k in range(3):
+                    path = rng.choice(names)
+                    branch.write(path, files[path] + f"\n# agent {i} edit {k}\n")
+    finally:
+        durable.SYNC = "full"
+
+
+def scratch_seconds(base: Path, root: Path, sync: str, n: int = 1000) -> float:
+    """Journaling what one run wrote, n small files (the store alone: a run costs more)."""
+    blobs = BlobStore()
+    store = DurableStore(str(base / f"scratch-{sync}"), str(root), sync=sync)
+    try:
+        state = BranchState("run")
+        store.fork(state)
+        written = {RelPath(f"out/f{i}.txt"): File(blobs.make(b"line %d\n" % i * 40))
+                   for i in range(n)}  # fmt: skip
+        start = time.perf_counter()
+        store.scratch(state, written)
+        return time.perf_counter() - start
+    finally:
+        store.close()
+        blobs.close()
+
+
+def timed_open(root: Path, state: Path, restore: bool) -> tuple[float, int]:
+    start = time.perf_counter()
+    ws = open_ws(root, state, restore=restore)
+    took = time.perf_counter() - start
+    count = len(ws.branches)
+    ws.close()
+    return took, count
+
+
+def ms(values: list[float], q: float = 0.5) -> float:
+    ordered = sorted(values)
+    return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stagings", type=int, default=200)
+    parser.add_argument("--branches", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="shadowkernel-bench-durable-") as scratch:
+        base = Path(scratch)
+        files = sources(base / "library")
+        root = base / "project"
+        root.mkdir()
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+        lat: dict[str, list[float]] = {}
+        for policy in ("memory", "full", "normal", "memory"):  # memory twice: first warms up
+            state = None if policy == "memory" else base / f"state-{policy}"
+            durable.SYNC = "full" if policy == "memory" else policy
+            lat[policy] = stagings(root, state, files, args.stagings, seed=1)
+        durable.SYNC = "full"
+        scratch = {sync: scratch_seconds(base, root, sync) for sync in ("full", "normal")}
+        make_branches(root, base / "state-many", files, args.branches)
+        opens = {r: [timed_open(root, base / "state-many", r) for _ in range(3)]
+                 for r in (False, True)}  # fmt: skip
+    restored = opens[True][0][1]
+    restore_s = statistics.median(t for t, _ in opens[True])
+    empty_s = statistics.median(t for t, _ in opens[False])
+    report = {
+        "library": "-".join(LIBRARY), "files": len(files), "stagings": args.stagings,
+        "stage_ms_memory": round(ms(lat["memory"]), 3),
+        "stage_ms_full": round(ms(lat["full"]), 3),
+        "stage_ms_normal": round(ms(lat["normal"]), 3),
+        "stage_p95_ms_memory": round(ms(lat["memory"], 0.95), 3),
+        "stage_p95_ms_full": round(ms(lat["full"], 0.95), 3),
+        "stage_p95_ms_normal": round(ms(lat["normal"], 0.95), 3),
+        "ratio_full_vs_memory": round(ms(lat["full"]) / ms(lat["memory"]), 1),
+        "ratio_normal_vs_memory": round(ms(lat["normal"]) / ms(lat["memory"]), 1),
+        "branches": restored, "versions_per_branch": 3,
+        "open_s_restore": round(restore_s, 3), "open_s_no_restore": round(empty_s, 3),
+        "restore_s": round(restore_s - empty_s, 3),
+        "restore_ms_per_branch": round(1000 * (restore_s - empty_s) / max(restored, 1), 3),
+        "scratch_1000_files_s_full": round(scratch["full"], 3),
+        "scratch_1000_files_s_normal": round(scratch["normal"], 3),
+    }  # fmt: skip
+    print(f"staging one file of {report['library']} ({args.stagings} calls; median / p95)")
+    print(f"{'policy':<34}{'median':>10}{'p95':>10}{'vs memory':>11}")
+    labels = {"memory": "memory only (state=None)", "full": "durable, full (default)",
+              "normal": "durable, normal"}  # fmt: skip
+    for name, label in labels.items():
+        ratio = ms(lat[name]) / ms(lat["memory"])
+        print(f"{label:<34}{ms(lat[name]):>7.2f} ms{ms(lat[name], 0.95):>7.2f} ms{ratio:>10.1f}x")
+    print(f"\njournaling a run's scratch of 1,000 small files: {scratch['full']:.2f} s full, "
+          f"{scratch['normal']:.2f} s normal")  # fmt: skip
+    print(f"\nopening the folder with {restored} branches of 3 versions (median of 3)")
+    print(f"{'restore=False (baseline)':<34}{empty_s:>8.3f} s")
+    print(f"{'restore=True':<34}{restore_s:>8.3f} s   (restore itself {restore_s - empty_s:.3f} s, "
+          f"{report['restore_ms_per_branch']:.2f} ms per branch)")  # fmt: skip
+    print(json.dumps(report, sort_keys=True))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

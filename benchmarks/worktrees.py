@@ -1,0 +1,393 @@
+"""Shadowkernel branches against what parallel agents use today: a git worktree and a language
+server per agent (Cursor's parallel agents, Claude Code's worktrees, Serena's per-folder
+sessions work this way). Same project, same edits, same questions on both sides.
+
+The project is a real library from PyPI (more-itertools 11.2.1 by default, `--project
+NAME==VERSION`), committed to a git repository. Every agent (N of them, all at once) stages E
+edits of the same file (more_itertools/more.py, 5,644 lines), each inserting its own undefined
+name at its own place and removing the previous one, and asks for that file's lints after each:
+
+- worktrees: `git worktree add` per agent, one language server rooted in each (shadowkernel's
+  LSP client, the same on both sides), the file written to the worktree and synced as an open
+  document, then its diagnostics;
+- shadowkernel: one workspace, a branch per agent, `write` then `lint_async` (the `new` column
+  included: the base of the file is linted once and cached).
+
+Each answer is checked: it holds its own branch's current error, no other branch's, and no
+stale one of its own. Lints are asked without quick fixes on both sides. With pyright both
+sides read a `pyrightconfig.json` that skips unannotated functions (`analyzeUnannotatedFunctions:
+false`), fair to both since it is committed in the project. Each side runs in a child process
+(the two never share a process), sides alternate per case; figures: answers/s, answer latency
+p50/p95, the first answer of the slowest branch (from the side's start: worktrees made and
+servers started, or the workspace opened), and peak memory as the sum of PSS over every
+process of the side (the driver, shadowkernel's own process, its overlay and servers; the
+worktrees' servers). Prints a table, then one JSON object as the last line. It reports; it
+never asserts.
+
+    .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
+        [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import shadowkernel as sk
+from shadowkernel.evals import pypi
+from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
+from shadowkernel.lsp.specs import resolve_specs
+from shadowkernel.sched import percentile
+
+PROJECT = "more-itertools==11.2.1"
+FILE = "more_itertools/more.py"
+CASES = "ruff:5,ruff:20,ruff:50,pyright:5,pyright:20,ruff:1000"
+MOST_WORKTREES = 100  # beyond this only the shadowkernel side runs (a server per agent is absurd)
+MANY_EDITS = 2  # edits per agent in cases beyond MOST_WORKTREES
+QUICK = "ruff:5,ruff:20,pyright:5"
+PYRIGHT_CONFIG = {"analyzeUnannotatedFunctions": False}
+ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
+REQUEST_TIMEOUT = 300.0  # N heavy servers on a loaded machine answer slowly; same on both sides
+
+
+def server_spec(name: str) -> ServerSpec:
+    return attrs.evolve(resolve_specs([name])[0], request_timeout=REQUEST_TIMEOUT)
+
+
+# -- the project and the edits -----------------------------------------------------------------
+
+
+def prepare(project: str, into: Path) -> Path:
+    """The library's sdist unpacked, with the pyright config, committed to a git repository."""
+    name, _, version = project.partition("==")
+    root = pypi.unpack(name, version, into)
+    (root / "pyrightconfig.json").write_text(json.dumps(PYRIGHT_CONFIG))
+    env = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="b@example.com",
+               GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="b@example.com")  # fmt: skip
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        subprocess.run(["git", "-C", str(root), *command], env=env, check=True)
+    return root
+
+
+def spots(text: str) -> list[int]:
+    """Line indexes where a top-level statement may go (before a top-level def or class)."""
+    lines = text.splitlines(keepends=True)
+    tops = ("def ", "class ")
+    return [i for i, line in enumerate(lines)
+            if line.startswith(tops) and not lines[i - 1].startswith("@")]  # fmt: skip
+
+
+def edited(base: str, places: list[int], agent: int, step: int) -> str:
+    """The file with agent's error of this step at the agent's place (and no earlier one)."""
+    lines = base.splitlines(keepends=True)
+    at = places[agent * 7 % len(places)]
+    lines.insert(at, f"zz_b{agent}_{step} = undefined_b{agent}_{step}\n")
+    return "".join(lines)
+
+
+def wrong(messages: list[str], agent: int, step: int) -> str:
+    """Why an answer is wrong ("" when it is right): it must name exactly its own error."""
+    seen = {tuple(map(int, m)) for message in messages for m in ERROR.findall(message)}
+    if (agent, step) not in seen:
+        return "missing its own error"
+    others = seen - {(agent, step)}
+    if any(a != agent for a, _ in others):
+        return "holds another branch's error"
+    return "holds a stale error of its own" if others else ""
+
+
+# -- the two sides (each in its own child process) ---------------------------------------------
+
+
+class Memory:
+    """Peak of the summed PSS of this process and all its descendants, sampled in a thread."""
+
+    def __init__(self, every: float = 0.5) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _sample(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.peak = max(self.peak, tree_pss(os.getpid()))
+
+    def stop(self) -> int:
+        self.peak = max(self.peak, tree_pss(os.getpid()))
+        self._stop.set()
+        return self.peak
+
+
+def tree_pss(pid: int) -> int:
+    """Bytes of PSS of `pid` and its descendants."""
+    import psutil
+
+    total = 0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        total += pss(process.pid)
+    return total
+
+
+def pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass  # gone meanwhile
+    return 0
+
+
+class Agents:
+    """Per agent: the latency of each answer, when it first answered, and wrong answers."""
+
+    def __init__(self, began: float) -> None:
+        self.began = began
+        self.latencies: list[float] = []
+        self.first: dict[int, float] = {}
+        self.wrong: list[str] = []
+        self.agents_began = self.last = began
+
+    def start(self) -> None:
+        """The agents start now (the worktrees are made, or the workspace is open)."""
+        self.agents_began = time.perf_counter()
+
+    def answered(self, agent: int, step: int, asked: float, messages: list[str]) -> None:
+        now = time.perf_counter()
+        self.latencies.append(now - asked)
+        self.first.setdefault(agent, now - self.began)
+        self.last = now
+        if why := wrong(messages, agent, step):
+            self.wrong.append(f"agent {agent} step {step}: {why}")
+
+
+async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Agents) -> None:
+    base = (root / FILE).read_text()
+    places = spots(base)
+    trees = root.parent / f"worktrees-{server}-{n}"
+    for i in range(n):
+        subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", "--detach",
+                        str(trees / f"agent-{i}")], check=True)  # fmt: skip
+    pools = [LspPool(trees / f"agent-{i}", [server_spec(server)]) for i in range(n)]
+    agents.start()
+
+    async def agent(i: int) -> None:
+        for step in range(edits):
+            text = edited(base, places, i, step)
+            (trees / f"agent-{i}" / FILE).write_text(text)
+            asked = time.perf_counter()
+            await pools[i].sync({FILE: text}, [FILE])
+            lints = await pools[i].lint([FILE], fixes=False)
+            agents.answered(i, step, asked, [lint.message for lint in lints])
+
+    try:
+        await asyncio.gather(*(agent(i) for i in range(n)))
+    finally:
+        await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
+        for i in range(n):
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force",
+                            str(trees / f"agent-{i}")], check=False)  # fmt: skip
+        shutil.rmtree(trees, ignore_errors=True)
+        subprocess.run(["git", "-C", str(root), "worktree", "prune"], check=False)
+
+
+async def shadow_side(ws: sk.Workspace, n: int, edits: int, agents: Agents) -> dict:
+    base = (Path(ws.root) / FILE).read_text()
+    places = spots(base)
+    branches = [ws.branch(f"agent-{i}") for i in range(n)]
+    agents.start()
+
+    async def agent(i: int) -> None:
+        for step in range(edits):
+            branches[i].write(FILE, edited(base, places, i, step))
+            asked = time.perf_counter()
+            table = await branches[i].lint_async([FILE], fixes=False)
+            agents.answered(i, step, asked, list(table["message"]))
+
+    await asyncio.gather(*(agent(i) for i in range(n)))
+    return new_column_cost(ws, base, places, n, edits)
+
+
+def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edits: int) -> dict:
+    """What the `new` column costs per answer (the line map of the edited file against its
+    base, computed afresh as for a new version), against the median time a lint was served."""
+    base_bytes, costs = base.encode(), []
+    for i in range(n):
+        for step in range(edits):
+            new = edited(base, places, i, step).encode()
+            began = time.perf_counter()
+            line_map(base_bytes, new)
+            costs.append(time.perf_counter() - began)
+    # The worst span: one version with edits near both ends of the file.
+    lines = base.splitlines(keepends=True)
+    spread = "".join(["zz_first = 1\n", *lines[:-3], "zz_last = 2\n", *lines[-3:]]).encode()
+    began = time.perf_counter()
+    line_map(base_bytes, spread)
+    worst = time.perf_counter() - began
+    serve = [e.serve for e in ws.events() if e.op == "lint" and e.ok]
+    cost, served = percentile(costs, 0.5), percentile(serve, 0.5)
+    return {"new_column_ms": cost * 1000, "new_column_spread_ms": worst * 1000,
+            "lint_serve_ms": served * 1000,
+            "new_column_share": cost / served if served else 0.0}  # fmt: skip
+
+
+def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int | None) -> dict:
+    """One side of one case, in this process (the child)."""
+    memory = Memory()
+    began = time.perf_counter()
+    agents = Agents(began)
+    extra: dict[str, Any] = {}
+    if side == "worktrees":
+        asyncio.run(worktrees_side(root, server, n, edits, agents))
+    else:
+        options = {} if lanes is None else {"lanes": lanes}
+        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:  # type: ignore[arg-type]
+            opened = pss(os.getpid())
+            cost = asyncio.run(shadow_side(ws, n, edits, agents))
+            own = pss(os.getpid())
+            extra = {"lanes": len(ws.shadows), "own_pss_mb": own / 2**20,
+                     "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
+    peak = memory.stop()
+    answers, wall = len(agents.latencies), agents.last - agents.agents_began
+    return {
+        "side": side, "server": server, "branches": n, "edits": edits, "answers": answers,
+        "wrong": len(agents.wrong), "wrong_examples": agents.wrong[:3],
+        "wall_s": wall, "answers_per_s": answers / wall,
+        "p50_ms": percentile(agents.latencies, 0.5) * 1000,
+        "p95_ms": percentile(agents.latencies, 0.95) * 1000,
+        "first_answer_slowest_s": max(agents.first.values(), default=0.0),
+        "peak_pss_mb": peak / 2**20, **extra,
+    }  # fmt: skip
+
+
+# -- the parent: cases, both sides alternating ---------------------------------------------------
+
+
+def child(side: str, root: Path, server: str, n: int, edits: int, lanes: int | None) -> dict:
+    command = [sys.executable, __file__, "--side", side, "--root", str(root), "--server", server,
+               "--n", str(n), "--edits", str(edits)]  # fmt: skip
+    if lanes is not None:
+        command += ["--lanes", str(lanes)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:  # reported as a failed row; the other cases still run
+        error = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"side": side, "server": server, "branches": n, "edits": edits, "error": error}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    head = (f"{'case':<12}{'side':<12}{'lanes':>6}{'answers':>8}{'ans/s':>8}{'p50 ms':>9}"
+            f"{'p95 ms':>9}{'first s':>9}{'PSS MB':>8}{'wrong':>6}")  # fmt: skip
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['server'] + ' x' + str(r['branches']):<12}{r['side']:<12} failed: "
+                         f"{r['error'][:120]}")  # fmt: skip
+            continue
+        lines.append(
+            f"{r['server'] + ' x' + str(r['branches']):<12}{r['side']:<12}"
+            f"{r.get('lanes', r['branches']):>6}{r['answers']:>8}{r['answers_per_s']:>8.1f}"
+            f"{r['p50_ms']:>9.0f}{r['p95_ms']:>9.0f}{r['first_answer_slowest_s']:>9.2f}"
+            f"{r['peak_pss_mb']:>8.0f}{r['wrong']:>6}"
+        )
+    return "\n".join(lines)
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    """Per case: shadowkernel over worktrees (answers/s, p50, first answer, PSS)."""
+    out = []
+    ok = [r for r in rows if "error" not in r]
+    for sk_row in (r for r in ok if r["side"] == "shadowkernel"):
+        wt = next((r for r in ok if r["side"] == "worktrees" and r["server"] == sk_row["server"]
+                   and r["branches"] == sk_row["branches"]), None)  # fmt: skip
+        if wt is None:
+            continue
+        out.append({
+            "case": f"{sk_row['server']}:{sk_row['branches']}",
+            "answers_per_s": sk_row["answers_per_s"] / wt["answers_per_s"],
+            "p50": sk_row["p50_ms"] / wt["p50_ms"],
+            "first_answer_speedup": wt["first_answer_slowest_s"] / sk_row["first_answer_slowest_s"],
+            "pss": sk_row["peak_pss_mb"] / wt["peak_pss_mb"],
+        })  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--project", default=PROJECT, help="NAME==VERSION of a PyPI sdist")
+    parser.add_argument("--cases", default=None, help=f"server:N,... (default {CASES})")
+    parser.add_argument("--quick", action="store_true", help=f"cases {QUICK}, 3 edits each")
+    parser.add_argument("--edits", type=int, default=None, help="edits per agent (default 5)")
+    parser.add_argument("--lanes", type=int, default=None, help="shadowkernel lanes (default: "
+                        "the workspace's own choice)")  # fmt: skip
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--server", help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    edits = args.edits or (3 if args.quick else 5)
+    if args.side:  # a child: one side of one case
+        print(json.dumps(run_side(args.side, args.root, args.server, args.n, edits, args.lanes)))
+        return
+    installed = available_servers()
+    load_before = os.getloadavg()
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="sk-worktrees-") as tmp:
+        root = prepare(args.project, Path(tmp))
+        cases = (args.cases or (QUICK if args.quick else CASES)).split(",")
+        for k, case in enumerate(cases):
+            server, _, n = case.partition(":")
+            if not installed.get(server):
+                print(f"{case}: {server} is not installed, skipped", file=sys.stderr)
+                continue
+            order = ("worktrees", "shadowkernel") if k % 2 else ("shadowkernel", "worktrees")
+            if int(n) > MOST_WORKTREES:
+                order = ("shadowkernel",)
+            for side in order:
+                steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
+                rows.append(child(side, root, server, int(n), steps, args.lanes))
+                print(f"{case} {side}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
+    print(
+        f"{args.project}, {FILE}; {edits} edits per agent; load average "
+        f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
+    )
+    print(table(rows))
+    found = ratios(rows)
+    for r in found:
+        print(
+            f"{r['case']}: answers/s {r['answers_per_s']:.2f}x, p50 {r['p50']:.2f}x, first "
+            f"answer {r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees"
+        )
+    for r in (r for r in rows if "own_pss_per_branch_kb" in r):
+        print(
+            f"{r['server']}:{r['branches']}: shadowkernel's own process {r['own_pss_mb']:.0f} MB "
+            f"PSS, {r['own_pss_per_branch_kb']:.0f} KB per branch ({r['edits']} versions each)"
+        )
+    for r in (r for r in rows if "new_column_share" in r):
+        print(f"{r['server']}:{r['branches']}: the new column costs {r['new_column_ms']:.2f} ms "
+              f"per answer on {FILE}, {r['new_column_share']:.1%} of a lint's serve time "
+              f"(p50 {r['lint_serve_ms']:.1f} ms); {r['new_column_spread_ms']:.1f} ms for a "
+              "version edited near both ends")  # fmt: skip
+    print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": FILE,
+                      "edits": edits, "load_before": load_before[0],
+                      "load_after": os.getloadavg()[0], "cases": rows,
+                      "ratios": found}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Shared pieces of the run tests: a run's processes found by a marker, a bounded wait, and a
+gate that holds runs until the test opens it.
+
+A run's processes are looked for in the host's /proc by a marker in their command line (their
+PIDs inside the run's PID namespace mean nothing out here); the sandbox's own processes
+(bwrap) carry the command in theirs, so `marked(marker)` finds the whole tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+
+def marked(marker: str, argv0: bool = False) -> dict[int, str]:
+    """Host processes whose command line holds `marker` (or whose argv[0] starts with it)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            hit = cmdline.startswith(marker) if argv0 else marker in cmdline
+            if hit and "pytest" not in cmdline:
+                found[int(entry)] = cmdline
+    return found
+
+
+def alive_with(pid: int, marker: str) -> bool:
+    """Whether `pid` is still a live process of the run (a zombie has no command line)."""
+    try:
+        return marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+
+
+def wait_for(condition: Callable[[], Any], bound: float, what: str) -> Any:
+    """The first true value of `condition()`, polled until `bound` seconds have passed."""
+    deadline = time.monotonic() + bound
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {bound}s waiting for {what}")
+        time.sleep(0.01)
+    return value
+
+
+class Gate:
+    """A loopback server runs (with `network=True`) connect to and wait at: `arrived` names
+    who is waiting, `open()` lets them all go. Proves runs overlap without timing them."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.arrived: list[str] = []
+        self._waiting: list[socket.socket] = []
+        self._open = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        # Accepting stops before the socket closes: a thread still in accept() when its fd
+        # number is reused would take the next gate's connections (seen in the fallback child).
+        self.server.settimeout(0.05)
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def code(self, name: str) -> str:
+        """Python code for a run: arrive as `name`, wait for the gate, print `name`."""
+        return (f"import socket; s = socket.create_connection(('127.0.0.1', {self.port})); "
+                f"s.sendall(b'{name}\\n'); print('{name}' if s.recv(1) == b'g' else 'shut')")  # fmt: skip
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            name = conn.makefile("rb").readline().decode().strip()
+            with self._lock:
+                self.arrived.append(name)
+                self._waiting.append(conn)
+                if self._open:
+                    self._release()
+
+    def wait(self, *names: str, runs: Sequence[Future[Any]] = (), bound: float = 60) -> None:
+        """Until `names` are all at the gate; fails at once when one of `runs` ended first."""
+
+        def arrived() -> bool:
+            for run in runs:
+                if run.done():
+                    raise AssertionError(f"a run ended before the gate opened: {run.result()}")
+            return set(names) <= set(self.arrived)
+
+        wait_for(arrived, bound, f"{names} at the gate")
+
+    def open(self) -> None:
+        """Let every run waiting now, and every later one, go."""
+        with self._lock:
+            self._open = True
+            self._release()
+
+    def _release(self) -> None:
+        for conn in self._waiting:
+            with contextlib.suppress(OSError):  # a run cancelled meanwhile
+                conn.sendall(b"g")
+            conn.close()
+        self._waiting.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.open()
+        self.server.close()

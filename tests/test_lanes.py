@@ -1,0 +1,106 @@
+"""Several lanes under load, on a real library: every answer holds its own branch's current
+error, no other branch's and no stale one; the lanes really served side by side; the lane
+default follows the machine and the servers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from pathlib import Path
+
+import pytest
+from overlay_helpers import needs_fuse
+
+import shadowkernel as sk
+from shadowkernel.evals import pypi
+from shadowkernel.lsp import available_servers
+from shadowkernel.sched import default_lanes
+
+FILE = "more_itertools/recipes.py"
+ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
+
+needs_ruff = pytest.mark.skipif(not available_servers().get("ruff"), reason="ruff missing")
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        return pypi.unpack("more-itertools", "11.2.1", tmp_path_factory.mktemp("pypi"))
+    except sk.ShadowError as error:  # offline and not cached
+        pytest.skip(f"more-itertools 11.2.1 unavailable: {error}")
+
+
+def with_error(base: str, agent: int, step: int) -> str:
+    """The file with this agent's error of this step, at the agent's own place."""
+    lines = base.splitlines(keepends=True)
+    places = [i for i, x in enumerate(lines) if x.startswith("def ")]
+    lines.insert(places[agent * 3 % len(places)], f"zz = undefined_b{agent}_{step}\n")
+    return "".join(lines)
+
+
+def test_default_lanes_follow_the_cores_and_the_servers() -> None:
+    assert default_lanes(["ruff"], 2) == 2
+    assert default_lanes(["ruff"], 1) == 1
+    assert default_lanes(["ruff"], 64) == 4  # the services loop limits beyond that
+    assert default_lanes(["pyright"], 2) == 1
+    assert default_lanes(["ruff", "pyright"], 16) == 2  # a heavy server decides
+    assert default_lanes([], 8) == 1
+
+
+@needs_fuse
+@needs_ruff
+def test_every_answer_under_load_on_several_lanes_is_its_own_branchs(library: Path) -> None:
+    n, edits = 8, 3
+    base = (library / FILE).read_text()
+    with sk.Workspace(library, servers=["ruff"], lanes=2) as ws:
+        branches = [ws.branch(f"agent-{i}") for i in range(n)]
+
+        async def agent(i: int) -> list[tuple[int, int, set[tuple[int, int]]]]:
+            seen = []
+            for step in range(edits):
+                branches[i].write(FILE, with_error(base, i, step))
+                table = await branches[i].lint_async([FILE], fixes=False)
+                errors = {(int(a), int(s)) for m in table["message"] for a, s in ERROR.findall(m)}
+                new = set(table[table["new"]]["message"])
+                seen.append((i, step, errors))
+                assert any(f"undefined_b{i}_{step}" in m for m in new)  # and it is new
+            return seen
+
+        async def all_agents() -> list[list[tuple[int, int, set[tuple[int, int]]]]]:
+            return await asyncio.gather(*(agent(i) for i in range(n)))
+
+        answers = asyncio.run(all_agents())
+        events = [e for e in ws.events() if e.op == "lint"]
+    for i, step, errors in (a for per_agent in answers for a in per_agent):
+        assert errors == {(i, step)}, (i, step, errors)
+    assert {e.lane for e in events} == {0, 1}  # both lanes served
+    assert all(e.ok and e.lints is not None and e.new_lints == 1 for e in events)
+
+
+@needs_fuse
+def test_the_workspace_opens_the_default_lanes(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("x = 1\n")
+    with sk.Workspace(tmp_path, servers=["ruff"]) as ws:
+        assert len(ws.shadows) == default_lanes(["ruff"], len(os.sched_getaffinity(0)))
+
+
+@needs_fuse
+@needs_ruff
+def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_path: Path) -> None:
+    """Single-file linters are served from their open documents without a new manifest on
+    the mount, except when the branch changes what they read from the disk (a config)."""
+    (tmp_path / "m.py").write_text("import os\n")
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=1) as ws:
+        plain, configured = ws.branch("plain"), ws.branch("configured")
+        plain.write("m.py", "import os\nx = 1\n")
+        configured.write("m.py", "import os\nx = 2\n")
+        configured.write("ruff.toml", '[lint]\nselect = ["E"]\n')
+        unused = []
+        for branch in (plain, configured, plain, configured):
+            unused.append("F401" in set(branch.lint(["m.py"])["code"]))
+        lane = ws._scheduler.lanes[0]
+    assert unused == [True, False, True, False]
+    # Five shows (one base: m.py's base lints are shared; four versions): the first two
+    # changed only m.py, a document; the other three changed ruff.toml too.
+    assert lane.mount_switches == 3

@@ -1,0 +1,200 @@
+"""Branches that outlive the workspace: a second `Workspace` on the folder brings them back
+(names, versions, files, bases, the scratch layer), `restore=False` starts empty deleting
+nothing, `drop()` deletes durably, one process at a time holds a state directory, and nothing
+is ever written into the user's folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from overlay_helpers import make_project, needs_fuse, snapshot
+
+import shadowkernel as sk
+from shadowkernel.workspace import statedir
+
+pytestmark = [needs_fuse, pytest.mark.timeout(180)]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+def reopen(project: Path, state: Path, **options: object) -> sk.Workspace:
+    return sk.Workspace(project, servers=[], state=state, **options)  # type: ignore[arg-type]
+
+
+def history(ws: sk.Workspace) -> dict[str, list[tuple[int, str, dict]]]:
+    """Every branch's versions: number, op and files."""
+    return {name: [(v.number, v.op, dict(v.files)) for v in b.versions]
+            for name, b in ws.branches.items()}  # fmt: skip
+
+
+def test_branches_come_back_with_their_names_versions_files_and_scratch(
+    project: Path, tmp_path: Path
+) -> None:
+    before, state = snapshot(project), tmp_path / "state"
+    with reopen(project, state) as ws:
+        assert ws.restored == 0 and ws.state_dir == str(state)
+        a = ws.branch("a")
+        a.write("pkg/mod.py", "def add(a, b):\n    return a - b\n")
+        a.write("pkg/new/thing.py", "X = 'é'\n")
+        a.delete("docs/guide.txt")
+        many = "mkdir gen && for i in $(seq 40); do echo $i > gen/$i.txt; done"  # one syncfs
+        assert a.run(f"echo built > out.txt && chmod +x run.sh && {many}", network=True).ok
+        b = ws.branch("b")
+        b.replace("README.md", "demo", "demo, improved")
+        kept = history(ws)
+        diff_a, bases_a = str(a.diff()), dict(a.bases)
+    with reopen(project, state) as again:
+        assert again.restored == 2
+        assert list(again.branches) == ["a", "b"]
+        assert history(again) == kept
+        a = again.branches["a"]
+        assert a.read("pkg/new/thing.py") == "X = 'é'\n"
+        assert str(a.diff()) == diff_a and dict(a.bases) == bases_a
+        seen = a.run("cat out.txt; test -x run.sh && echo exec; cat docs/guide.txt || echo gone;"
+                     " cat gen/40.txt; ls gen | wc -l", network=True)  # fmt: skip
+        assert seen.stdout == "built\nexec\ngone\n40\n40\n", seen.stderr  # the scratch came back
+        assert a.write("pkg/mod.py", "X = 3\n") == 4  # staging goes on from the restored head
+    with reopen(project, state) as third:
+        assert third.branches["a"].version == 4
+        assert third.branches["a"].versions[-1].op == "write pkg/mod.py"
+    assert snapshot(project) == before
+
+
+def test_restore_false_starts_empty_and_drop_deletes_durably(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:
+        ws.branch("a").write("pkg/mod.py", "A = 1\n")
+        ws.branch("b").write("pkg/mod.py", "B = 1\n")
+    with reopen(project, state, restore=False) as fresh:
+        assert fresh.restored == 0 and dict(fresh.branches) == {}
+        fresh.branch("a").write("pkg/mod.py", "newer a\n")  # the name of a kept branch
+    with reopen(project, state) as ws:
+        names = list(ws.branches)
+        older = next(n for n in names if n.startswith("a~"))
+        assert sorted(names) == sorted(["a", "b", older])
+        assert ws.branches["a"].read("pkg/mod.py") == "newer a\n"  # the newest keeps the name
+        assert ws.branches[older].read("pkg/mod.py") == "A = 1\n"
+        ws.branches["b"].drop()
+        ws.branches[older].drop()
+    with reopen(project, state) as ws:
+        assert list(ws.branches) == ["a"]
+        assert ws.branches["a"].read("pkg/mod.py") == "newer a\n"
+
+
+def test_a_branch_whose_base_changed_comes_back_as_it_was(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:
+        ws.branch("a").replace("pkg/mod.py", "def add", "def plus")
+    (project / "pkg/mod.py").write_text("def add(a, b):\n    return a + b\n\n\nY = 2\n")
+    with reopen(project, state) as ws:
+        a = ws.branches["a"]
+        assert a.bases["pkg/mod.py"] == b"def add(a, b):\n    return a + b\n"  # as recorded
+        assert a.accept().merged == ("pkg/mod.py",)  # accept's three-way merge takes it from here
+    assert (project / "pkg/mod.py").read_text() == "def plus(a, b):\n    return a + b\n\n\nY = 2\n"
+
+
+def test_state_none_keeps_nothing(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    with sk.Workspace(project, servers=[], state=None) as ws:
+        assert ws.state_dir is None
+        ws.branch("a").write("x.py", "x = 1\n")
+    assert not (tmp_path / "xdg").exists()
+    with sk.Workspace(project, servers=[]) as ws:
+        assert ws.restored == 0 and dict(ws.branches) == {}
+
+
+def test_the_default_state_lives_under_xdg_state_home_never_in_the_folder(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = snapshot(project)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    with sk.Workspace(project, servers=[]) as ws:
+        ws.branch("a").write("pkg/mod.py", "A = 1\n")
+        where = Path(ws.state_dir or "")
+    assert where.parent == tmp_path / "xdg" / "shadowkernel"
+    assert where.name.startswith("project-") and (where / "record.sqlite").exists()
+    assert (where / "folder").read_text() == str(project)
+    with sk.Workspace(project, servers=[]) as ws:
+        assert ws.branches["a"].read("pkg/mod.py") == "A = 1\n"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/is/ignored")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert statedir.state_home() == str(tmp_path / "home/.local/state/shadowkernel")
+    assert snapshot(project) == before
+
+
+def test_bad_state_directories_are_refused_by_name(project: Path, tmp_path: Path) -> None:
+    with pytest.raises(sk.PathError, match="inside the folder"):
+        reopen(project, project / ".state")
+    with reopen(project, tmp_path / "state"):
+        pass
+    other = make_project(tmp_path / "other")
+    with pytest.raises(sk.PathError, match=f"holds the branches of {project}"):
+        reopen(other, tmp_path / "state")
+    with pytest.raises(sk.ArgumentError, match="restore="):
+        reopen(project, tmp_path / "state", restore="yes")
+    assert not (project / ".state").exists()
+
+
+def test_one_process_at_a_time_holds_a_state_directory(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:
+        ws.branch("a").write("pkg/mod.py", "A = 1\n")
+        with pytest.raises(sk.ConflictError, match="another Workspace of this process"):
+            reopen(project, state)
+        assert ws.branches["a"].write("pkg/mod.py", "A = 2\n") == 2  # the holder goes on
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(project), str(state)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        with pytest.raises(sk.ConflictError, match=f"process {holder.pid} \\(.*python"):
+            reopen(project, state)
+    finally:
+        holder.communicate("")  # stdin closes: it closes its workspace and exits
+    with reopen(project, state) as ws:  # released
+        assert ws.branches["a"].version == 2
+
+
+HOLD = """
+import sys, shadowkernel as sk
+with sk.Workspace(sys.argv[1], servers=[], state=sys.argv[2], mode="documents"):
+    print("open", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_the_state_directory_is_private(project: Path, tmp_path: Path) -> None:
+    with reopen(project, tmp_path / "state") as ws:
+        ws.branch("a").write("pkg/mod.py", "secret = 1\n")
+    assert os.stat(tmp_path / "state").st_mode & 0o077 == 0
+    assert os.stat(tmp_path / "state" / "blobs").st_mode & 0o077 == 0
+
+
+def test_a_damaged_store_is_named_and_orphans_are_swept(project: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:
+        ws.branch("a").write("pkg/mod.py", "A = 1\n")
+    blobs = state / "blobs"
+    (blobs / "tmp-crashed-write").write_bytes(b"half a blo")  # a write a crash cut short
+    (blobs / ("0" * 64)).write_bytes(b"named by no record")
+    with reopen(project, state) as ws:
+        assert ws.branches["a"].read("pkg/mod.py") == "A = 1\n"
+    named = {b"A = 1\n", (project / "pkg/mod.py").read_bytes()}  # the version and its base
+    assert {p.name for p in blobs.iterdir()} == {hashlib.sha256(d).hexdigest() for d in named}
+    for blob in blobs.iterdir():
+        blob.unlink()
+    with pytest.raises(sk.PathError, match="cannot restore its branches.*restore=False"):
+        reopen(project, state)
+    with reopen(project, state, restore=False) as ws:
+        assert dict(ws.branches) == {}
