@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import KernelManager
+from waiting import wait_for as wait_for  # re-exported for tests that import it from here
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "notebooks" / "sample_project"
@@ -123,18 +123,6 @@ def kernel(name: str = "shadowkernel", cwd: Path | None = None) -> Iterator[Kern
 def copy_sample(target: Path) -> Path:
     shutil.copytree(SAMPLE, target)
     return target
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll `condition` until it is truthy; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)  # the polling interval of a bounded wait
 
 
 def shadow_mounts() -> list[str]:

@@ -18,9 +18,9 @@ from kernel_helpers import (
     copy_sample,
     kernel,
     shadow_mounts,
-    wait_for,
 )
 from overlay_helpers import needs_fuse
+from waiting import wait_for
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
 

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kernel_helpers import Kernel, copy_sample, kernel, wait_for
+from kernel_helpers import Kernel, Outcome, copy_sample, kernel
 from overlay_helpers import HAS_FUSE
+from waiting import wait_for
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -46,13 +47,16 @@ class Comm:
     def poll(self) -> list[dict[str, Any]]:
         """What this comm received so far; messages for the others go to their own box."""
         while self.k.client.iopub_channel.msg_ready():
-            msg = self.k.client.get_iopub_msg(timeout=1)
-            comm = Comm.open_comms.get(msg["content"].get("comm_id", ""))
-            if comm is not None and msg["msg_type"] == "comm_msg":
-                comm.received.append(msg["content"]["data"])
-            if comm is not None:
-                comm.closed |= msg["msg_type"] == "comm_close"
+            Comm.route(self.k.client.get_iopub_msg(timeout=1))
         return self.received
+
+    @staticmethod
+    def route(msg: dict[str, Any]) -> None:
+        comm = Comm.open_comms.get(msg["content"].get("comm_id", ""))
+        if comm is not None and msg["msg_type"] == "comm_msg":
+            comm.received.append(msg["content"]["data"])
+        if comm is not None:
+            comm.closed |= msg["msg_type"] == "comm_close"
 
     def wait(self, what: str, test: Any) -> dict[str, Any]:
         return wait_for(lambda: next((m for m in self.poll() if test(m)), None), 60, what)
@@ -67,13 +71,22 @@ def k(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
         yield running
 
 
+def ok(k: Kernel, code: str) -> Outcome:
+    """`k.ok`, keeping the comm messages sent while the cell ran: jupyter_client hands those to
+    the cell's outcome (they carry its request as parent), so `Comm.poll` would never see them."""
+    outcome = k.ok(code)
+    for msg in outcome.messages:
+        Comm.route(msg)
+    return outcome
+
+
 def lint(k: Kernel, times: int = 1) -> None:
-    k.ok(f"for _ in range({times}): ws.branches['alpha'].lint(['main.py'], servers=['ruff'])")
+    ok(k, f"for _ in range({times}): ws.branches['alpha'].lint(['main.py'], servers=['ruff'])")
 
 
 def test_feed_sends_a_snapshot_then_only_new_events(k: Kernel) -> None:
     lint(k)
-    shown = k.ok("%timeline --no-follow")
+    shown = ok(k, "%timeline --no-follow")
     live = shown.data(MIME, kinds=("display_data",))[0]["live"]
     assert live["target"] == TARGET and live["seq"] >= 1
 
@@ -99,7 +112,7 @@ def test_feed_sends_a_snapshot_then_only_new_events(k: Kernel) -> None:
     assert again["seq"] == seq and len(again["timeline"]["events"]) == seq
 
     # The request panel's diff: the version's edits against the branch's base.
-    k.ok("ws.branches['alpha'].write('extra.py', 'import sys\\n')")
+    ok(k, "ws.branches['alpha'].write('extra.py', 'import sys\\n')")
     version = int(k.value("ws.branches['alpha'].version"))
     comm.send({"type": "diff", "branch": "alpha", "version": version})
     diff = comm.wait("the diff", lambda m: m["type"] == "diff")
@@ -107,7 +120,7 @@ def test_feed_sends_a_snapshot_then_only_new_events(k: Kernel) -> None:
 
 
 def test_two_views_of_one_workspace_get_the_same_events(k: Kernel) -> None:
-    feed = k.ok("%timeline --no-follow").data(MIME, kinds=("display_data",))[0]["live"]["feed"]
+    feed = ok(k, "%timeline --no-follow").data(MIME, kinds=("display_data",))[0]["live"]["feed"]
     views = [Comm(k, {"feed": feed}), Comm(k, {"feed": feed})]
     snaps = [v.wait("a snapshot", lambda m: m["type"] == "snapshot") for v in views]
     lint(k)
@@ -126,8 +139,8 @@ def test_an_unknown_feed_is_gone(k: Kernel) -> None:
 
 def test_closing_the_shadow_is_said_on_the_feed(k: Kernel) -> None:
     """Last in this module: it closes the module's shadow."""
-    feed = k.ok("%timeline --no-follow").data(MIME, kinds=("display_data",))[0]["live"]["feed"]
+    feed = ok(k, "%timeline --no-follow").data(MIME, kinds=("display_data",))[0]["live"]["feed"]
     comm = Comm(k, {"feed": feed})
     comm.wait("a snapshot", lambda m: m["type"] == "snapshot")
-    k.ok("%shadow close")
+    ok(k, "%shadow close")
     comm.wait("closed", lambda m: m["type"] == "closed")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from browser.lab import _free_port
-from kernel_helpers import wait_for
+from waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 LABEXTENSION = REPO / "labextension"

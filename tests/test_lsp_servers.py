@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 
 import attrs
 import pytest
+from waiting import wait_until
 
 from shadowkernel.errors import NotFound, ServerError
 from shadowkernel.lsp import (
@@ -76,14 +76,6 @@ def make_pool(aio: Loop) -> Iterator[Callable[..., LspPool]]:
     yield make
     for pool in pools:
         aio.run(pool.close())
-
-
-async def wait_until(condition: Callable[[], bool], bound: float = 30, what: str = "") -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {bound} s: {what}")
-        await asyncio.sleep(0.002)  # a poll interval, not a guess at how long work takes
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -314,7 +306,7 @@ def test_server_killed_mid_request_is_restarted(aio: Loop, make_pool: Any, tmp_p
         task = asyncio.ensure_future(pool.lint(["m.py"], fixes=False))
         await wait_until(lambda: (c := pool.client("pyright")) is not None
                          and "textDocument/diagnostic" in c.endpoint.in_flight,
-                         what="a pull request in flight")  # fmt: skip
+                         30, "a pull request in flight", longest=0.002)  # fmt: skip
         os.killpg(pool.client("pyright").process.pid, signal.SIGKILL)  # type: ignore[union-attr]
         try:
             return await task
@@ -339,7 +331,7 @@ def test_server_killed_between_requests_restarts_on_next_use(aio: Loop, make_poo
     first = aio.run(pool.lint())
     pid = pool.statistics()["ruff"].pid
     os.kill(pid, signal.SIGKILL)
-    aio.run(wait_until(lambda: pool.statistics()["ruff"].state == "crashed", what="crash seen"))
+    aio.run(wait_until(lambda: pool.statistics()["ruff"].state == "crashed", 30, "crash seen"))
     assert aio.run(pool.lint()) == first
     stats = pool.statistics()["ruff"]
     assert stats.restarts == 1 and stats.pid != pid and stats.rss > 0
@@ -365,7 +357,7 @@ def test_idle_server_is_shut_down_and_started_again(aio: Loop, make_pool: Any,
     pool = make_pool(tmp_path, ["ruff"], idle_timeout=0.2)
     aio.run(pool.sync({"m.py": BROKEN}, []))
     first = aio.run(pool.lint())
-    aio.run(wait_until(lambda: pool.statistics()["ruff"].state == "stopped", what="idle stop"))
+    aio.run(wait_until(lambda: pool.statistics()["ruff"].state == "stopped", 30, "idle stop"))
     assert aio.run(pool.lint()) == first
     stats = pool.statistics()["ruff"]
     assert (stats.starts, stats.restarts, stats.state) == (2, 0, "running")

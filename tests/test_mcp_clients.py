@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp_helpers import COMMAND, ENV, http_server
 from overlay_helpers import needs_fuse, snapshot
+from waiting import wait_until
 
 from shadowkernel.agents.tools import TOOL_NAMES
 
@@ -55,14 +55,6 @@ def stdio(src: Path, *options: str) -> StdioTransport:
 def sleeping(marker: str) -> bool:
     return any(p.info["cmdline"] == ["sleep", marker]
                for p in psutil.process_iter(["cmdline"]))  # fmt: skip
-
-
-async def wait_until(condition: Any, bound: float = 60, what: str = "") -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {bound} s: {what}")
-        await anyio.sleep(0.05)  # a poll interval, not a guess at how long work takes
 
 
 async def a_session(client: Client) -> None:

@@ -13,15 +13,14 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psutil
 import pytest
 from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio, text
 from overlay_helpers import needs_fuse, snapshot
+from waiting import wait_until
 
 from shadowkernel.agents.tools import TOOL_NAMES, Tools
 from shadowkernel.mcp.transports import REQUEST_LIMIT
@@ -40,14 +39,6 @@ def src(tmp_path: Path) -> Path:
     (root / "pkg/mod.py").write_text(MOD)
     (root / "pkg/use.py").write_text(USE)
     return root
-
-
-async def wait_until(condition: Any, bound: float = 60, what: str = "") -> None:
-    deadline = time.monotonic() + bound
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {bound} s: {what}")
-        await anyio.sleep(0.05)  # a poll interval, not a guess at how long work takes
 
 
 def sleeping(marker: str) -> list[psutil.Process]:
@@ -76,7 +67,7 @@ def test_cancel_kills_the_run_and_frees_the_queue_and_progress_arrives(src: Path
                                                   progress_callback=noted)  # fmt: skip
 
                 group.start_soon(long_run)
-                await wait_until(lambda: sleeping("4517") and progress, what="run and progress")
+                await wait_until(lambda: sleeping("4517") and progress, 60, "run and progress")
                 group.cancel_scope.cancel()  # the SDK sends notifications/cancelled
             await wait_until(lambda: not sleeping("4517"), 10, "the cancelled run's processes")
             with anyio.fail_after(40):  # below the 4517 s the cancelled run would take
@@ -101,7 +92,7 @@ def test_a_client_that_goes_away_ends_its_run(src: Path, tmp_path: Path) -> None
             async with anyio.create_task_group() as group:
                 group.start_soon(agent.session.call_tool, "run",
                                  {"branch": "a", "command": "sleep 4519"})  # fmt: skip
-                await wait_until(lambda: bool(sleeping("4519")), what="the run")
+                await wait_until(lambda: bool(sleeping("4519")), 60, "the run")
                 group.cancel_scope.cancel()
         # the session and its HTTP connection are closed here, without a word
 

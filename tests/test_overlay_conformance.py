@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kernel_helpers import wait_for
 from overlay_helpers import kernel_overlay, needs_fuse, needs_root, snapshot
+from waiting import wait_for
 
 Scenario = Callable[[Path], object]
 SCENARIOS: dict[str, Scenario] = {}

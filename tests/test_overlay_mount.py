@@ -14,12 +14,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from overlay_helpers import needs_fuse, snapshot
+from waiting import wait_for
 
 from shadowkernel.errors import OverlayError, PathError
 from shadowkernel.overlay import mounts
@@ -27,14 +26,6 @@ from shadowkernel.overlay.shadow import Shadow
 from shadowkernel.overlay.store import WHITEOUT, Dir, File
 
 pytestmark = needs_fuse
-
-
-def wait_for(condition, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 # -- the storm ----------------------------------------------------------------------------------
@@ -356,8 +347,8 @@ def test_the_overlay_unmounts_when_its_parent_dies(project: Path) -> None:
     assert mountpoint in mounts.shadow_mounts()
     parent.kill()
     parent.wait()
-    wait_for(lambda: mountpoint not in mounts.shadow_mounts(), what="the overlay to unmount")
-    wait_for(lambda: not Path(f"/proc/{overlay_pid}").exists(), what="the overlay to exit")
+    wait_for(lambda: mountpoint not in mounts.shadow_mounts(), 10, "the overlay to unmount")
+    wait_for(lambda: not Path(f"/proc/{overlay_pid}").exists(), 10, "the overlay to exit")
 
 
 def test_startup_clears_stale_mounts_of_dead_overlays(project: Path) -> None:
@@ -366,7 +357,7 @@ def test_startup_clears_stale_mounts_of_dead_overlays(project: Path) -> None:
     )
     mountpoint, overlay_pid = parent.stdout.readline().split()
     os.kill(int(overlay_pid), signal.SIGKILL)  # dies without unmounting: a stale mount
-    wait_for(lambda: mounts.is_stale(mountpoint), what="the mount to go stale")
+    wait_for(lambda: mounts.is_stale(mountpoint), 10, "the mount to go stale")
     try:
         with Shadow(project):
             assert mountpoint not in mounts.shadow_mounts()
@@ -382,14 +373,7 @@ def test_file_modes_and_exec_bits_show_through(shadow: Shadow) -> None:
     assert out.stdout == "hi\n"
 
 
-def eventually(check: Callable[[], bool], seconds: float = 5.0) -> bool:
-    """The overlay learns of the user's edits through inotify: within milliseconds."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
+SEEN = 5  # seconds: the overlay learns of the user's edits through inotify, in milliseconds
 
 
 def test_edits_the_user_makes_meanwhile_show_at_once(shadow: Shadow, project: Path) -> None:
@@ -397,12 +381,12 @@ def test_edits_the_user_makes_meanwhile_show_at_once(shadow: Shadow, project: Pa
     assert mod.read_text() == "guide\n"  # now cached by the kernel: attributes and pages
     for saved in ["GUIDE\n", "a longer guide\n", "g\n"]:  # same size, longer, shorter
         (project / "docs/guide.txt").write_text(saved)  # the user's editor saves
-        assert eventually(lambda: mod.read_text() == saved)  # noqa: B023
+        wait_for(lambda: mod.read_text() == saved, SEEN, f"the edit {saved!r}")  # noqa: B023
         assert mod.stat().st_size == len(saved)
     saved = project / "docs/guide.txt.tmp"  # an editor that saves by rename: a new inode
     saved.write_text("renamed into place\n")
     saved.rename(project / "docs/guide.txt")
-    assert eventually(lambda: mod.read_text() == "renamed into place\n")
+    wait_for(lambda: mod.read_text() == "renamed into place\n", SEEN, "the renamed save")
 
 
 def test_files_the_user_creates_and_deletes_show_at_once(shadow: Shadow, project: Path) -> None:
@@ -410,16 +394,16 @@ def test_files_the_user_creates_and_deletes_show_at_once(shadow: Shadow, project
     assert sorted(os.listdir(docs)) == ["guide.txt"]  # the listing is cached now
     assert not (docs / "new.txt").exists()  # and so is the miss
     (project / "docs/new.txt").write_text("new\n")
-    assert eventually(lambda: (docs / "new.txt").exists())
+    wait_for(lambda: (docs / "new.txt").exists(), SEEN, "the created file")
     assert sorted(os.listdir(docs)) == ["guide.txt", "new.txt"]
     (project / "docs/new.txt").unlink()
-    assert eventually(lambda: not (docs / "new.txt").exists())
+    wait_for(lambda: not (docs / "new.txt").exists(), SEEN, "the deleted file to go")
     assert sorted(os.listdir(docs)) == ["guide.txt"]
     (project / "docs/sub").mkdir()  # a directory made later is watched too
-    assert eventually(lambda: (docs / "sub").is_dir())
+    wait_for(lambda: (docs / "sub").is_dir(), SEEN, "the created directory")
     assert os.listdir(docs / "sub") == []
     (project / "docs/sub/inner.txt").write_text("inner\n")
-    assert eventually(lambda: os.listdir(docs / "sub") == ["inner.txt"])
+    wait_for(lambda: os.listdir(docs / "sub") == ["inner.txt"], SEEN, "the file in it")
 
 
 def test_a_name_cached_as_missing_appears_when_a_switch_brings_it(shadow: Shadow) -> None:

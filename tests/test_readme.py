@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from overlay_helpers import needs_fuse, snapshot
+from overlay_helpers import needs_fuse
+from test_docs import run_example
 
 README = Path(__file__).parent.parent / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
@@ -19,10 +20,8 @@ def test_the_readme_has_python_examples() -> None:
 @needs_fuse
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_example_runs(index: int, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = snapshot(project)
-    code = BLOCKS[index].replace('"path/to/project"', repr(str(project)))
-    exec(compile(code, f"README.md example {index + 1}", "exec"), {})
-    assert snapshot(project) == before  # examples never write the user's folder
+    code = BLOCKS[index]
+    run_example(code, project, f"README.md example {index + 1}")
     if "sk.Workspace" in code:
         out = capsys.readouterr().out
         assert "F401" in out and "+    return b + a" in out

@@ -39,7 +39,8 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
-from test_run import marked, wait_for
+from test_run import marked
+from waiting import wait_for
 
 import shadowkernel
 from shadowkernel.run import capabilities, run_in_shadow, seccomp

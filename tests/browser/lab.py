@@ -18,7 +18,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from waiting import wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -101,21 +101,23 @@ def _write_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
+def _answers(url: str, token: str, process: subprocess.Popen, log: Path) -> bool:
+    if process.poll() is not None:
+        raise RuntimeError(f"JupyterLab exited with {process.returncode}:\n{log.read_text()}")
+    try:
+        with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
 def _wait_until_up(
     url: str, token: str, process: subprocess.Popen, log: Path, timeout: float
 ) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.1)  # polling interval of a bounded wait, not a wait for time to pass
-    raise TimeoutError(f"JupyterLab did not answer within {timeout} s:\n{log.read_text()}")
+    try:
+        wait_for(lambda: _answers(url, token, process, log), timeout, "JupyterLab to answer")
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}:\n{log.read_text()}") from None
 
 
 @contextmanager
