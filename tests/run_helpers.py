@@ -12,11 +12,12 @@ import contextlib
 import os
 import socket
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
+
+from waiting import wait_for as wait_for  # the one bounded wait, re-exported for run tests
 
 
 def marked(marker: str, argv0: bool = False) -> dict[int, str]:
@@ -40,16 +41,6 @@ def alive_with(pid: int, marker: str) -> bool:
         return marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
-
-
-def wait_for(condition: Callable[[], Any], bound: float, what: str) -> Any:
-    """The first true value of `condition()`, polled until `bound` seconds have passed."""
-    deadline = time.monotonic() + bound
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {bound}s waiting for {what}")
-        time.sleep(0.01)
-    return value
 
 
 class Gate:

@@ -181,8 +181,8 @@ def test_navigation_is_answered_by_default_and_explained_without_it(src: Path) -
             assert "add" in hover["hover"]["text"]
             symbols = await agent.call("symbols", branch="a", query="add")
             assert ("add", "pkg/mod.py") in {(s["name"], s["path"]) for s in symbols["symbols"]}
-        async with over_stdio(src, "--servers", "ruff") as agent:
-            await agent.call("create_branch", name="a")
+        async with over_stdio(src, "--servers", "ruff") as agent:  # branch a is restored
+            assert [b["name"] for b in (await agent.call("list_branches"))["branches"]] == ["a"]
             for tool, arguments in (("definition", {"line": 3, "column": 7}),
                                     ("hover", {"line": 3, "column": 7}), ("symbols", {})):  # fmt: skip
                 place = {"path": "pkg/use.py"} if tool != "symbols" else {"query": "add"}

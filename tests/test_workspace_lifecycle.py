@@ -6,11 +6,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from overlay_helpers import needs_fuse
+from waiting import wait_for
 
 from shadowkernel.overlay import mounts
 
@@ -70,10 +70,7 @@ def test_ctrl_c_in_a_script_kills_the_run_it_was_waiting_for(tmp_path: Path) -> 
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert script.stdout.readline() == "running\n"
-        deadline = time.monotonic() + 60
-        while not _sleepers():
-            assert time.monotonic() < deadline, "the run never started"
-            time.sleep(0.05)
+        wait_for(_sleepers, 60, "the run to start")
         script.send_signal(signal.SIGINT)
         out, _ = script.communicate(timeout=60)
     finally:
