@@ -119,6 +119,17 @@ def test_prompt_has_a_section_only_for_what_is_shown():
     assert chars == len(prompt.SYSTEM) + len(text) and tokens == -(-chars // 4)
 
 
+def test_inline_lints_land_under_their_lsp_line_after_a_form_feed_or_line_separator():
+    # str.splitlines would see four lines before `total = totl`, and put the note under `y`
+    text = "# page\x0cbreak\nsep = '\u2028'\n    total = totl\ny = 1"
+    lint = LintShown("p/m.py", 3, 13, "F821", "Undefined name `totl`", "error", new=True)
+    shown = prompt.render(Observation("Fix it.", {"p/m.py": text}, template="inline",
+                                      lints=(lint,)))  # fmt: skip
+    expected = ("# page\x0cbreak\nsep = '\u2028'\n    total = totl\n"
+                "    # ^ lint F821 Undefined name `totl` (new, col 13)\ny = 1\n```")  # fmt: skip
+    assert expected in shown
+
+
 # -- the loop's decisions -------------------------------------------------------------------------
 
 
@@ -191,7 +202,8 @@ def test_simulated_agent_follows_its_stated_probabilities():
     old = LintShown("textkit/textkit/slug.py", 2, 8, "F401", "unused", "warning", False)
     new = LintShown("textkit/textkit/slug.py", 7, 72, "F821", "undefined", "error", True)
     assert _sim(p_distracted=1)(obs(lints=(old, new))) == [
-        E.Replace("textkit/textkit/slug.py", "import string\n", "")]
+        E.Replace("textkit/textkit/slug.py", "import string\n", "")
+    ]
     assert _sim(p_distracted=0, p_fix_seen_lint=1)(obs(lints=(old, new))) == solution
     assert _sim(p_fix_seen_failure=1)(obs(run=RUN)) == solution
     assert _sim(p_retry_blind=0)(obs()) == []  # nothing points at a mistake: it submits

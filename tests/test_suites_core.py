@@ -73,6 +73,29 @@ def test_every_kind_of_mutant_changes_one_span_and_parses():
     assert [m.id for m in found] == [m.id for m in mutants("pkg/mod.py", SOURCE)]
 
 
+# A form feed (a page break, as some stdlib modules have) and a raw U+2028 in a string: Python
+# and LSP break lines at neither, str.splitlines at both.
+BREAKS = "# helpers\x0c\n\ndef first(xs):\n    sep = '\u2028'\n    return xs[0] if len(xs) > 1 else sep\n"
+
+
+def test_mutants_count_lines_as_python_and_lsp_do():
+    found = mutants("m.py", BREAKS)
+    assert {(m.line, m.description, BREAKS[m.start : m.end]) for m in found} >= {
+        (5, "`>` became `>=`", ">"), (5, "`0` became `1`", "0"), (5, "`1` became `2`", "1")}  # fmt: skip
+    for m in found:
+        assert m.line == BREAKS.count("\n", 0, m.start) + 1 and m.body == (4, 5)
+        old, new = inverse(BREAKS, m.apply(BREAKS), m)
+        assert old.startswith("    return") and new == "    return xs[0] if len(xs) > 1 else sep\n"
+
+
+def test_swebench_rows_may_hold_a_raw_line_separator(tmp_path):
+    row = {"instance_id": "x", "repo": "r", "base_commit": "c", "patch": "", "test_patch": "",
+           "problem_statement": "first\u2028second", "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]"}  # fmt: skip
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n" + json.dumps(row) + "\n")
+    assert [r["problem_statement"] for r in load_instances(path)] == ["first\u2028second"] * 2
+
+
 def test_the_bug_report_names_the_failing_tests_and_their_report():
     text = statement(["t.py::test_a", "t.py::test_b"],
                      {"t.py::test_a": "/w/p/t.py:3: in test_a\nE   assert 1 == 2 in 0.12s at 0x7f3a2b4c5d6e"},

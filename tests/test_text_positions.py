@@ -9,7 +9,7 @@ import pytest
 from shadowkernel.errors import StagingError
 from shadowkernel.text.merge import merge3
 from shadowkernel.text.patches import apply_patch, render_diff
-from shadowkernel.text.positions import line_starts, lines, offset, split_lines
+from shadowkernel.text.positions import line_starts, lines, offset, split_lines, terminated
 from shadowkernel.text.ranges import apply_workspace_edit
 
 # characters str.splitlines() breaks at but LSP, diffs and editors do not
@@ -50,6 +50,12 @@ def test_split_lines_of_empty_and_final_break() -> None:
     assert split_lines("", keepends=True) == []
     assert split_lines("a\n", keepends=True) == ["a\n"]
     assert split_lines("a\n\n", keepends=True) == ["a\n", "\n"]
+
+
+def test_terminated_adds_a_line_break_only_where_one_is_missing() -> None:
+    assert terminated("") == "" and terminated("a") == "a\n"
+    assert [terminated(t) for t in ("a\n", "a\r\n", "a\r")] == ["a\n", "a\r\n", "a\r"]
+    assert terminated("a\x0c") == "a\x0c\n" and terminated("a\u2028") == "a\u2028\n"
 
 
 def test_offset_is_one_based_clamps_to_the_line_and_past_the_end() -> None:

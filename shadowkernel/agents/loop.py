@@ -202,10 +202,7 @@ def run_episode(
     if budget < 1:
         raise ArgumentError(f"budget={budget}: give at least 1 turn")
     episode = Episode(task.id, cond.name, seed, budget)
-    problem = task.problem or _start(branch, task)
-    if problem:
-        episode.steps.append(Step(0, error=problem, error_kind="task"))
-        episode.stopped = "task"
+    if not started(branch, task, episode):
         return episode
     start = _start_lints(branch, task, cond)
     lints: tuple[LintShown, ...] = ()
@@ -330,12 +327,19 @@ def stage_start(branch: Any, task: Any) -> None:
             branch.write(path, text)
 
 
-def _start(branch: Any, task: TaskLike) -> str | None:
-    try:
-        stage_start(branch, task)
-    except (ShadowError, ValueError) as e:
-        return f"the task's starting version cannot be staged: {error_text(e)}"
-    return None
+def started(branch: Any, task: TaskLike, episode: Episode) -> bool:
+    """Stage the task's starting version; False if the task is broken or its start cannot be
+    staged, and then `episode` is stopped with a step saying why."""
+    problem = task.problem
+    if not problem:
+        try:
+            stage_start(branch, task)
+        except (ShadowError, ValueError) as e:
+            problem = f"the task's starting version cannot be staged: {error_text(e)}"
+    if problem:
+        episode.steps.append(Step(0, error=problem, error_kind="task"))
+        episode.stopped = "task"
+    return not problem
 
 
 def _start_lints(branch: Any, task: TaskLike, cond: Condition) -> tuple[LintShown, ...]:

@@ -20,6 +20,15 @@ from .observation import Observation
 from .transcript import exchange
 
 
+def openai_client(base_url: str | None, api_key: str | None, timeout: float) -> Any:
+    """A client of a chat-completions server; the key defaults to $OPENAI_API_KEY (local
+    servers take any)."""
+    import openai
+
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    return openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=0)
+
+
 class OpenAIChatAgent:
     simulated = False
 
@@ -48,11 +57,7 @@ class OpenAIChatAgent:
     @property
     def client(self) -> Any:
         if self._client is None:  # made on first use, so a replay needs no key nor package
-            import openai
-
-            key = self._key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=key,
-                                         timeout=self._timeout, max_retries=0)  # fmt: skip
+            self._client = openai_client(self.base_url, self._key, self._timeout)
         return self._client
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from ..text import positions
 from .observation import Observation
 from .templates import TEMPLATES, annotate
 
@@ -46,7 +47,7 @@ def render(obs: Observation) -> str:
         text = obs.files[path]
         if template.inline and obs.lints:
             text = annotate(path, text, obs.lints)
-        parts.append(f"# File {path}\n```python path={path}\n{_ending(text)}```")
+        parts.append(f"# File {path}\n```python path={path}\n{positions.terminated(text)}```")
     if obs.history:
         parts.append("# Earlier turns\n" + "\n".join(obs.history))
     if obs.lints and template.section is not None:
@@ -65,15 +66,7 @@ def messages(obs: Observation, system: str = SYSTEM) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": render(obs)}]
 
 
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
-
-
 def prompt_size(obs: Observation, system: str = SYSTEM) -> tuple[int, int]:
     """(characters, estimated tokens) of the prompt for `obs`."""
     chars = len(system) + len(render(obs))
     return chars, math.ceil(chars / 4)
-
-
-def _ending(text: str) -> str:
-    return text if text.endswith("\n") or not text else text + "\n"

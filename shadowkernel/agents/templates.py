@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from ..text import positions
+
 if TYPE_CHECKING:
     from .observation import LintShown
 
@@ -44,8 +46,9 @@ TEMPLATES: dict[str, Template] = {
 
 
 def annotate(path: str, text: str, lints: Sequence[LintShown]) -> str:
-    """`text` with a comment under each line that has a lint (the `inline` template)."""
-    lines = _ending(text).splitlines(keepends=True)
+    """`text` with a comment under each line that has a lint (the `inline` template); lints
+    count lines as LSP does, so the text is split the same way."""
+    lines = positions.split_lines(positions.terminated(text), keepends=True)
     notes: dict[int, list[str]] = {}
     for x in lints:
         if x.path == path:
@@ -54,10 +57,6 @@ def annotate(path: str, text: str, lints: Sequence[LintShown]) -> str:
                 f"# ^ lint {x.code} {x.message} ({x.origin}, col {x.column}){fixes}\n")  # fmt: skip
     out = []
     for number, line in enumerate(lines, 1):
-        indent = line[: len(line) - len(line.lstrip())] if line.strip() else ""
+        indent = line[: len(line) - len(line.lstrip(" \t"))] if line.strip() else ""
         out += [line, *(indent + n for n in notes.get(number, []))]
     return "".join(out)
-
-
-def _ending(text: str) -> str:
-    return text if text.endswith("\n") or not text else text + "\n"

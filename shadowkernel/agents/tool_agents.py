@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .openai_chat import openai_client
 from .tool_loop import SYSTEM, Call, Reply, tool_episode
 from .transcript import JSON
 
@@ -145,11 +146,7 @@ class OpenAIToolAgent(_ToolAgent):
     @property
     def client(self) -> Any:
         if self._client is None:  # made on first use, so a replay needs no key nor package
-            import openai
-
-            key = self._key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=key,
-                                         timeout=self._timeout, max_retries=0)  # fmt: skip
+            self._client = openai_client(self.base_url, self._key, self._timeout)
         return self._client
 
     @property

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from ..errors import ArgumentError, ShadowError
 from . import edits as E
 from . import feedback
-from .loop import CheckResult, Episode, Step, _start, error_text, start_texts
+from .loop import CheckResult, Episode, Step, error_text, start_texts, started
 from .observation import Condition, LintShown, lints_from_table, relative_to_start
 from .observation import condition as as_condition
 from .transcript import JSON, exchange
@@ -262,10 +262,7 @@ def tool_episode(
 
     cond = as_condition(condition)
     episode = Episode(task.id, cond.name, seed, max_turns)
-    problem = task.problem or _start(branch, task)
-    if problem:
-        episode.steps.append(Step(0, error=problem, error_kind="task"))
-        episode.stopped = "task"
+    if not started(branch, task, episode):
         return episode
     session = Session(branch, task, cond, Tools(branch.workspace))
     if cond.feedback == "lint-tool" and start_texts(task):

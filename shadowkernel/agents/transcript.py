@@ -136,8 +136,3 @@ def exchange(request: JSON, call: Callable[[JSON], JSON]) -> JSON:
     """One model request: recorded or replayed when a cell's transcript is current."""
     transcript = _CURRENT.get()
     return call(request) if transcript is None else transcript.exchange(request, call)
-
-
-def replaying() -> bool:
-    transcript = _CURRENT.get()
-    return transcript is not None and transcript.mode == "replay"

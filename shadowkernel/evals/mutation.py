@@ -21,8 +21,11 @@ the test suite; the suite generator decides that by running the tests.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from ..text import positions
 
 COMPARISONS = {  # operator -> (its token in the source, the token it becomes)
     ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
@@ -75,9 +78,11 @@ def mutants(path: str, text: str) -> list[Mutant]:
 def inverse(original: str, mutated: str, mutant: Mutant) -> tuple[str, str]:
     """(old, new) of a search/replace that turns `mutated` back into `original`: the changed
     whole lines, widened by neighbouring lines until `old` occurs once in `mutated`."""
-    first = original.count("\n", 0, mutant.start)
-    last = original.count("\n", 0, mutant.end)
-    before, after = original.splitlines(keepends=True), mutated.splitlines(keepends=True)
+    starts = positions.line_starts(original)
+    first = bisect.bisect_right(starts, mutant.start) - 1  # 0-based lines of the change
+    last = bisect.bisect_right(starts, mutant.end) - 1
+    before = positions.split_lines(original, keepends=True)
+    after = positions.split_lines(mutated, keepends=True)
     tail = len(before) - 1 - last  # lines after the change, the same in both texts
     lo, hi = first, len(after) - tail
     while True:
@@ -264,11 +269,12 @@ def _is_text(node: ast.AST) -> bool:
 
 
 class Source:
-    """A module's text with AST positions (UTF-8 byte columns) mapped to character offsets."""
+    """A module's text with AST positions (UTF-8 byte columns) mapped to character offsets.
+    Python breaks lines where LSP does (never at `\\f` or `\\u2028`), so the lines are LSP's."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.splitlines(keepends=True)
+        self.lines = positions.split_lines(text, keepends=True)
         self.starts = [0]
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line))

@@ -44,6 +44,7 @@ from typing import Any
 
 from ..agents.edits import Patch
 from ..errors import ArgumentError
+from ..text import positions
 from .suite import Environment, Suite, Task
 
 FIELDS = ("instance_id", "repo", "base_commit", "problem_statement", "patch", "test_patch",
@@ -105,7 +106,8 @@ def _read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         text = Path(path).expanduser().read_text()
         if text.lstrip().startswith("["):
             return list(json.loads(text))
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # JSON strings may hold a raw \u2028 or \x85, where str.splitlines would cut a row
+        return [json.loads(line) for line in positions.lines(text) if line.strip()]
     except (OSError, json.JSONDecodeError) as e:
         raise ArgumentError(f"instances={os.fspath(path)!r}: {e}; give a readable .json list "
                             "or .jsonl file of SWE-bench instances") from None  # fmt: skip

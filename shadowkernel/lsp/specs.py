@@ -250,7 +250,3 @@ def builtin_specs() -> dict[str, ServerSpec]:
                    diagnostics=PushDiagnostics(), install=_NPM.format("bash-language-server")),
     ]  # fmt: skip
     return {spec.name: spec for spec in specs}
-
-
-def with_settings(spec: ServerSpec, settings: Mapping[str, Any]) -> ServerSpec:
-    return attrs.evolve(spec, settings=settings)

@@ -41,6 +41,12 @@ def split_lines(text: str, keepends: bool = False) -> list[str]:
     return parts if keepends else [part.rstrip("\r\n") for part in parts]
 
 
+def terminated(text: str) -> str:
+    """`text` ending in a line break: itself if it is empty or already ends in one, else with
+    `\\n` added (so notes can follow its last line, and a fence closes on a line of its own)."""
+    return text if not text or text.endswith(("\n", "\r")) else text + "\n"
+
+
 def offset(text: str, starts: list[int], line: int, column: int) -> int:
     """The index of 1-based (line, column) in `text`, clamped to the line's content; a line
     past the end means the end (LSP allows that)."""
