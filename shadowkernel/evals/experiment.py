@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -65,7 +66,16 @@ class Cell:
 
     @property
     def branch_name(self) -> str:
-        return f"{self.task.id}|{self.condition.name}|s{self.seed}"
+        """The cell's branch, named as git allows (condition names such as 'on-edit:codes'
+        and task ids hold characters git refuses in a branch name)."""
+        return "|".join(_ref_part(p) for p in (self.task.id, self.condition.name, f"s{self.seed}"))
+
+
+def _ref_part(text: str) -> str:
+    """`text` as one part of a git branch name: what git refuses there becomes '-'."""
+    part = re.sub(r"[^A-Za-z0-9._+=,@-]|\.\.|@\{", "-", text)
+    part = "_" + part[1:] if part.startswith(".") else part
+    return part + "_" if part.endswith((".", ".lock")) else part
 
 
 def reproducible(df: pd.DataFrame) -> pd.DataFrame:
