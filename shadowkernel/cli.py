@@ -131,7 +131,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     servers = args.servers or default_mcp_servers()
 
     def open_workspace() -> Workspace:
-        ws = Workspace(args.source, servers=servers, protect=args.protect)
+        kept = {} if args.state is None else {"state": None if args.state == "none" else args.state}
+        ws = Workspace(args.source, servers=servers, protect=args.protect, **kept)
         print(f"shadowkernel mcp: {restored_summary(ws.restored, ws.state_dir)}",
               file=sys.stderr, flush=True)  # fmt: skip
         return ws
@@ -244,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "$XDG_RUNTIME_DIR or ~/.cache, shadowkernel/mcp-PORT.token)")  # fmt: skip
     mcp.add_argument("--allow-accept", action="store_true",
                      help="enable the accept tool, which writes a branch into SRC")  # fmt: skip
+    mcp.add_argument("--state", metavar="DIR",
+                     help="where branches are kept durably (default: a directory per "
+                          "folder under $XDG_STATE_HOME/shadowkernel; 'none': memory only)")  # fmt: skip
     mcp.add_argument("--protect", nargs="+", metavar="GLOB", default=[],
                      help="paths agents may not stage or accept, beside .git and its kin "
                           "(gitignore syntax), e.g. .env '.github/workflows/**'")  # fmt: skip

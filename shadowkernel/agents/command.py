@@ -167,7 +167,8 @@ def run_command(argv: list[str], workdir: str, limit: float, env: dict[str, str]
 def serving(root: str, servers: Sequence[str], workdir: str) -> Iterator[tuple[str, str]]:
     """`shadowkernel mcp ROOT --http 127.0.0.1:0` in a process of its own: (url, token)."""
     argv = [sys.executable, "-m", "shadowkernel.cli", "mcp", root, "--http", "127.0.0.1:0",
-            "--token-file", os.path.join(workdir, "token"), "--servers", *servers]  # fmt: skip
+            "--token-file", os.path.join(workdir, "token"), "--state", "none",
+            "--servers", *servers]  # fmt: skip
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True,
                                start_new_session=True)  # fmt: skip
