@@ -245,9 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "$XDG_RUNTIME_DIR or ~/.cache, shadowkernel/mcp-PORT.token)")  # fmt: skip
     mcp.add_argument("--allow-accept", action="store_true",
                      help="enable the accept tool, which writes a branch into SRC")  # fmt: skip
-    mcp.add_argument("--state", metavar="DIR",
-                     help="where branches are kept durably (default: a directory per "
-                          "folder under $XDG_STATE_HOME/shadowkernel; 'none': memory only)")  # fmt: skip
+    kept = "where branches are kept (default: one directory per folder under $XDG_STATE_HOME/"
+    kept += "shadowkernel; 'none': in memory only)"
+    mcp.add_argument("--state", metavar="DIR", help=kept)
     mcp.add_argument("--protect", nargs="+", metavar="GLOB", default=[],
                      help="paths agents may not stage or accept, beside .git and its kin "
                           "(gitignore syntax), e.g. .env '.github/workflows/**'")  # fmt: skip
