@@ -72,11 +72,15 @@ def test_cancel_kills_the_run_and_frees_the_queue_and_progress_arrives(src: Path
             async with anyio.create_task_group() as group:
 
                 async def long_run() -> None:
-                    await agent.session.call_tool("run", {"branch": "a", "command": "sleep 4517"},
+                    command = "seq 1 100000; echo tail-of-4517; sleep 4517"  # 588 KB, then a mark
+                    await agent.session.call_tool("run", {"branch": "a", "command": command},
                                                   progress_callback=noted)  # fmt: skip
 
+                def tail_shown() -> bool:
+                    return any("tail-of-4517" in (m or "") for _, m in progress)
+
                 group.start_soon(long_run)
-                await wait_until(lambda: sleeping("4517") and progress, what="run and progress")
+                await wait_until(lambda: sleeping("4517") and tail_shown(), what="the tail")
                 group.cancel_scope.cancel()  # the SDK sends notifications/cancelled
             await wait_until(lambda: not sleeping("4517"), 10, "the cancelled run's processes")
             with anyio.fail_after(40):  # below the 4517 s the cancelled run would take
@@ -91,6 +95,8 @@ def test_cancel_kills_the_run_and_frees_the_queue_and_progress_arrives(src: Path
 
     anyio.run(session)
     assert all(m and m.startswith("run: running for") for _, m in progress)
+    shown = next(m for _, m in progress if m and "tail-of-4517" in m)
+    assert shown.endswith("99999\n100000\ntail-of-4517\n") and len(shown) < 600, shown
     assert [v for v, _ in progress] == sorted(v for v, _ in progress)
 
 

@@ -275,7 +275,8 @@ class Tools:
     )
     def run(self, branch: str, command: str, timeout: float = 60, network: bool = False,
             keep: bool = False, max_output: int = RUN_OUTPUT, *,
-            cancel: threading.Event | None = None) -> shapes.Ran:  # fmt: skip
+            cancel: threading.Event | None = None,
+            on_output: Callable[[str, bytes], object] | None = None) -> shapes.Ran:  # fmt: skip
         """Run a shell command in the shadow at the branch's version (sandboxed, offline
         unless network). With keep, what it wrote under the project (less .gitignore'd files
         and caches) becomes the branch's next version; otherwise it stays in its scratch.
@@ -288,7 +289,7 @@ class Tools:
         if not 0 < max_output <= OUTPUT_CAP:
             raise ArgumentError(f"max_output={max_output}: give 1 to {OUTPUT_CAP} characters")
         result = chosen.run(command, timeout=timeout, network=network, keep=keep,
-                            cancel=cancel or threading.Event())  # fmt: skip
+                            cancel=cancel or threading.Event(), on_output=on_output)  # fmt: skip
         return {"branch": branch, "version": chosen.version,
                 "result": shapes.run(result, max_output)}  # fmt: skip
 
