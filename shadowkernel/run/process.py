@@ -95,7 +95,8 @@ def run_process(
 
 
 def _pump(process: subprocess.Popen[bytes], captures: dict, add: Callable[[Any, bytes], None],
-          deadline: float, kill_leftovers: Callable[[], object], stop: Callable[[], bool]) -> bool:  # fmt: skip
+          deadline: float, kill_leftovers: Callable[[], object],
+          stop: Callable[[], bool]) -> bool:  # fmt: skip
     """Read both pipes until they close; kill the run at `deadline` or when `stop()`.
     True if it was stopped that way."""
     selector = selectors.DefaultSelector()

@@ -366,7 +366,8 @@ class _Ended:
 
 
 def execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: Limits,
-            cancel: threading.Event | None, on_output: OnOutput | None = None) -> _Ended:  # fmt: skip
+            cancel: threading.Event | None,
+            on_output: OnOutput | None = None) -> _Ended:  # fmt: skip
     env["PWD"] = plan.cwd
     places = hierarchies()
     plan = replace(plan, max_processes=None if "pids" in places else limits.processes,
