@@ -218,6 +218,14 @@ def test_the_staging_limit_holds_over_http(src: Path, tmp_path: Path) -> None:
             # Read back by a run: a 6 MiB answer is over the SDK client's own 1 MiB per event.
             counted = await agent.call("run", branch="a", command="wc -c < big.py")
             assert counted["result"]["stdout"] == f"{len(six)}\n"
+            # ... and by read_file in pages, each under it.
+            pages = [await agent.call("read_file", branch="a", path="big.py")]
+            while pages[-1]["more"]:
+                pages.append(await agent.call("read_file", branch="a", path="big.py",
+                                              offset=pages[-1]["next_offset"]))  # fmt: skip
+            assert "".join(p["content"] for p in pages) == six and len(pages) > 10
+            assert {p["total_chars"] for p in pages} == {len(six)}
+            assert pages[-1]["next_offset"] is None
             nine = "#" * (9 * 2**20)
             assert "byte limit" in await agent.error("write_file", branch="a", path="h.py",
                                                      content=nine)  # fmt: skip

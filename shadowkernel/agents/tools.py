@@ -36,6 +36,8 @@ BRANCH = "the branch's name, as create_branch made it (list_branches lists them)
 PATH = "a path relative to the project's root, '/'-separated, e.g. 'pkg/mod.py'"
 LINE = "the line, 1-based"
 COLUMN = "the column, 1-based, in characters (a tab counts one)"
+READ_LIMIT = 100_000  # characters read_file returns by default: twice (JSON and text) under
+# the 1 MiB some HTTP clients take in one event, even at 4 bytes a character
 RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
 OUTPUT_CAP = DEFAULT_OUTPUT_CAP  # the run's own cap (bytes per stream it keeps)
 LINT_ONLY = frozenset({"ruff"})  # built-in servers that answer no navigation at all
@@ -106,10 +108,18 @@ class Tools:
 
     # -- reading ------------------------------------------------------------------------------
 
-    @tool(READS, branch=BRANCH, path=PATH)
-    def read_file(self, branch: str, path: str) -> shapes.FileText:
-        """The text of `path` in the branch's current version (staged, or the user's file);
-        a binary file is refused with its size."""
+    @tool(READS, branch=BRANCH, path=PATH,
+          offset="the first character to return, 0-based (default 0: the start)",
+          limit=f"at most this many characters (default {READ_LIMIT}); when `more` is true, "
+          "call again with offset=next_offset")  # fmt: skip
+    def read_file(self, branch: str, path: str, offset: int = 0,
+                  limit: int = READ_LIMIT) -> shapes.FileText:  # fmt: skip
+        """The text of `path` in the branch's current version (staged, or the user's file),
+        a page of `limit` characters from `offset`: the answer gives total_chars and whether
+        more follows. A binary file is refused with its size."""
+        if offset < 0 or limit <= 0:
+            raise ArgumentError(f"offset={offset}, limit={limit}: give offset >= 0 and "
+                                "limit > 0 (characters)")  # fmt: skip
         chosen = self._branch(branch)
         version, data = stable(chosen, lambda: chosen.read_bytes(path))
         try:
@@ -119,7 +129,8 @@ class Tools:
         if content is None:
             raise StagingError(f"{rel(path)!r} is a binary file ({len(data)} bytes) in branch "
                                f"{branch!r}; read_file shows text files only")  # fmt: skip
-        return {"branch": branch, "version": version, "path": rel(path), "content": content}
+        return {"branch": branch, "version": version, "path": rel(path),
+                **shapes.page(content, offset, limit)}  # fmt: skip
 
     @tool(
         READS,
