@@ -276,9 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "branch, other names are refused, and no tool makes or drops "
                           "branches")  # fmt: skip
     mcp.add_argument("--stage", action="append", default=[], metavar="PATH=FILE",
-                     help="stage FILE's text as PATH on --branch at start; repeatable")
+                     help="stage FILE's text as PATH on --branch at start; repeatable")  # fmt: skip
     mcp.add_argument("--delete", action="append", default=[], metavar="PATH",
-                     help="stage the deletion of PATH on --branch at start; repeatable")
+                     help="stage the deletion of PATH on --branch at start; repeatable")  # fmt: skip
     mcp.set_defaults(run=cmd_mcp)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour
