@@ -128,14 +128,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise ShadowError(f"needs the MCP SDK ({error}): pip install 'shadowkernel[mcp]'") from None
     from .agents.tools import Tools
-    from .workspace import Workspace
+    from .workspace import Workspace, statedir
     from .workspace.statedir import restored_summary
 
     servers = args.servers or default_mcp_servers()
     _check_pin(args)
 
     def open_workspace() -> Workspace:
-        ws = Workspace(args.source, servers=servers, protect=args.protect)
+        state = args.state or statedir.DEFAULT
+        ws = Workspace(args.source, servers=servers, protect=args.protect, state=state)
         print(f"shadowkernel mcp: {restored_summary(ws.restored, ws.state_dir)}",
               file=sys.stderr, flush=True)  # fmt: skip
         if args.branch is not None:
@@ -278,7 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--stage", action="append", default=[], metavar="PATH=FILE",
                      help="stage FILE's text as PATH on --branch at start; repeatable")  # fmt: skip
     mcp.add_argument("--delete", action="append", default=[], metavar="PATH",
-                     help="stage the deletion of PATH on --branch at start; repeatable")  # fmt: skip
+                     help="stage the deletion of PATH on --branch at start; repeatable",
+                     )  # fmt: skip
+    mcp.add_argument("--state", metavar="DIR",
+                     help="keep the branches in DIR (default: SRC's state directory under "
+                          "$XDG_STATE_HOME/shadowkernel; one process at a time per "
+                          "DIR)")  # fmt: skip
     mcp.set_defaults(run=cmd_mcp)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour
