@@ -5,6 +5,7 @@
     shadowkernel lint SRC [--server S] [--stage PATH=FILE]... [--delete PATH]... [--json]
     shadowkernel run SRC [--stage PATH=FILE]... [--timeout S] [--net] -- CMD...
     shadowkernel mcp SRC [--servers S...] [--http HOST:PORT] [--allow-accept]
+                         [--branch NAME [--stage PATH=FILE ...] [--delete PATH ...]]
 
 `lint` and `run` serve agents outside Jupyter: each stages the given files on one throwaway
 branch of SRC (SRC itself is never written), answers, and exits. `lint` exits 1 when it
@@ -18,6 +19,7 @@ message and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -116,6 +118,7 @@ examples:
   shadowkernel mcp ~/project                          # stdio, for a client's config
   shadowkernel mcp ~/project --http 127.0.0.1:8765    # HTTP, prints the token
   claude mcp add shadowkernel -- shadowkernel mcp ~/project
+  shadowkernel mcp ~/project --branch fix-1 --stage pkg/mod.py=/tmp/start.py   # one branch
 """
 
 
@@ -125,25 +128,33 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise ShadowError(f"needs the MCP SDK ({error}): pip install 'shadowkernel[mcp]'") from None
     from .agents.tools import Tools
-    from .workspace import Workspace
+    from .workspace import Workspace, statedir
     from .workspace.statedir import restored_summary
 
     servers = args.servers or default_mcp_servers()
+    _check_pin(args)
 
     def open_workspace() -> Workspace:
-        kept = {} if args.state is None else {"state": None if args.state == "none" else args.state}
-        ws = Workspace(args.source, servers=servers, protect=args.protect, **kept)
+        state = {None: statedir.DEFAULT, "none": None}.get(args.state, args.state)
+        ws = Workspace(args.source, servers=servers, protect=args.protect, state=state)
         print(f"shadowkernel mcp: {restored_summary(ws.restored, ws.state_dir)}",
               file=sys.stderr, flush=True)  # fmt: skip
+        if args.branch is not None:
+            try:
+                _stage(ws.branches.get(args.branch) or ws.branch(args.branch), args)
+            except BaseException:
+                ws.close()
+                raise
         return ws
 
     if args.http is None:
-        transports.serve_stdio(open_workspace, args.allow_accept)
+        transports.serve_stdio(open_workspace, args.allow_accept, branch=args.branch)
         return 0
     host, port = transports.parse_address(args.http)
     ws = open_workspace()
     try:
-        server = transports.HttpServer(Tools(ws, args.allow_accept), host, port, args.token_file)
+        tools = Tools(ws, args.allow_accept, branch=args.branch)
+        server = transports.HttpServer(tools, host, port, args.token_file)
         if not transports.is_loopback(host):
             print(f"shadowkernel mcp: listening on {host}, beyond this machine; the token is "
                   "the only guard and travels unencrypted", file=sys.stderr)  # fmt: skip
@@ -155,6 +166,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         with transports.stop_signals_ignored():
             ws.close()
     return 0
+
+
+def _check_pin(args: argparse.Namespace) -> None:
+    """--stage and --delete go with --branch; FILE '-' would read the protocol's stdin. A
+    missing SRC is said at once (the stdio server opens it while it serves)."""
+    if not os.path.isdir(args.source):
+        raise ShadowError(f"SRC {args.source!r} is not a folder")
+    if (args.stage or args.delete) and args.branch is None:
+        raise ShadowError("--stage and --delete stage on the --branch NAME the server is "
+                          "pinned to: give --branch")  # fmt: skip
+    if any(spec.endswith("=-") for spec in args.stage):
+        raise ShadowError("shadowkernel mcp --stage PATH=-: stdin is the protocol's here; "
+                          "give a file")  # fmt: skip
 
 
 def default_mcp_servers() -> list[str]:
@@ -245,12 +269,22 @@ def build_parser() -> argparse.ArgumentParser:
                           "$XDG_RUNTIME_DIR or ~/.cache, shadowkernel/mcp-PORT.token)")  # fmt: skip
     mcp.add_argument("--allow-accept", action="store_true",
                      help="enable the accept tool, which writes a branch into SRC")  # fmt: skip
-    kept = "where branches are kept (default: one directory per folder under $XDG_STATE_HOME/"
-    kept += "shadowkernel; 'none': in memory only)"
-    mcp.add_argument("--state", metavar="DIR", help=kept)
     mcp.add_argument("--protect", nargs="+", metavar="GLOB", default=[],
                      help="paths agents may not stage or accept, beside .git and its kin "
                           "(gitignore syntax), e.g. .env '.github/workflows/**'")  # fmt: skip
+    mcp.add_argument("--branch", metavar="NAME",
+                     help="pin the server to branch NAME (made if new): it is every tool's "
+                          "branch, other names are refused, and no tool makes or drops "
+                          "branches")  # fmt: skip
+    mcp.add_argument("--stage", action="append", default=[], metavar="PATH=FILE",
+                     help="stage FILE's text as PATH on --branch at start; repeatable")  # fmt: skip
+    mcp.add_argument("--delete", action="append", default=[], metavar="PATH",
+                     help="stage the deletion of PATH on --branch at start; repeatable",
+                     )  # fmt: skip
+    mcp.add_argument("--state", metavar="DIR",
+                     help="keep the branches in DIR (default: SRC's state directory under "
+                          "$XDG_STATE_HOME/shadowkernel; one process at a time per "
+                          "DIR; 'none': in memory only)")  # fmt: skip
     mcp.set_defaults(run=cmd_mcp)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour

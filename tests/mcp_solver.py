@@ -1,12 +1,12 @@
 """A tiny agent CLI for the CommandAgent test: a real MCP client (the SDK's) that reads the
-mcpServers configuration it is given, finds its branch in the prompt, and stages a fix.
+mcpServers configuration it is given and stages a fix on the branch its server is pinned to
+(it never names a branch: the tools' default).
 
     python mcp_solver.py MCP_CONFIG PROMPT FIX_JSON      FIX_JSON: {"path", "old", "new"}
 """
 
 import asyncio
 import json
-import re
 import sys
 
 import httpx2
@@ -20,7 +20,6 @@ async def main(config_path: str, prompt: str, fix_path: str) -> int:
         server = json.load(f)["mcpServers"]["shadowkernel"]
     with open(fix_path) as f:
         fix = json.load(f)
-    branch = re.search(r"on its branch '([^']+)'", prompt)[1]
     async with (
         httpx2.AsyncClient(headers=server["headers"], timeout=120) as http,
         streamable_http_client(server["url"], http_client=http) as (read, write),
@@ -29,11 +28,13 @@ async def main(config_path: str, prompt: str, fix_path: str) -> int:
         ) as session,
     ):
         await session.initialize()
-        text = await session.call_tool("read_file", {"branch": branch, "path": fix["path"]})
+        listed = await session.call_tool("list_branches", {})
+        assert len(listed.structured_content["branches"]) == 1, listed.content  # pinned
+        text = await session.call_tool("read_file", {"path": fix["path"]})
         assert fix["old"] in text.structured_content["content"]
-        staged = await session.call_tool("replace_in_file", {"branch": branch, **fix})
+        staged = await session.call_tool("replace_in_file", fix)
         assert not staged.is_error, staged.content
-        lints = await session.call_tool("lint", {"branch": branch, "paths": [fix["path"]]})
+        lints = await session.call_tool("lint", {"paths": [fix["path"]]})
         assert not lints.is_error
     return 0
 

@@ -11,7 +11,7 @@ import pytest
 from overlay_helpers import needs_fuse
 
 import shadowkernel as sk
-from shadowkernel.agents.command import mcp_config, substitute
+from shadowkernel.agents.command import mcp_config, pin_arguments, substitute
 from shadowkernel.evals import builtin_suite
 
 SUITE = builtin_suite().select(["textkit-slugify-runs"])
@@ -50,3 +50,12 @@ def test_the_configuration_and_the_placeholders():
     ]
     with pytest.raises(sk.ArgumentError, match="uses none of"):
         sk.CommandAgent("claude -p hello")
+
+
+def test_the_server_is_pinned_to_the_cells_branch_with_the_start_staged(tmp_path):
+    argv = pin_arguments("cell-1", [("a.py", "x = 1\n"), ("gone.py", None)], str(tmp_path))
+    assert argv[:2] == ["--branch", "cell-1"] and argv[-2:] == ["--delete", "gone.py"]
+    assert argv[2:4] == ["--state", str(tmp_path / "state")]
+    flag, staged = argv[4:6]
+    path, file = staged.split("=", 1)
+    assert flag == "--stage" and path == "a.py" and Path(file).read_text() == "x = 1\n"

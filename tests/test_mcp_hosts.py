@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -20,7 +21,7 @@ import psutil
 import pytest
 from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio, text
 from overlay_helpers import needs_fuse, snapshot
-from waiting import wait_until
+from waiting import wait_for, wait_until
 
 from shadowkernel.agents.tools import TOOL_NAMES, Tools
 from shadowkernel.mcp.transports import REQUEST_LIMIT
@@ -63,11 +64,15 @@ def test_cancel_kills_the_run_and_frees_the_queue_and_progress_arrives(src: Path
             async with anyio.create_task_group() as group:
 
                 async def long_run() -> None:
-                    await agent.session.call_tool("run", {"branch": "a", "command": "sleep 4517"},
+                    command = "seq 1 100000; echo tail-of-4517; sleep 4517"  # 588 KB, then a mark
+                    await agent.session.call_tool("run", {"branch": "a", "command": command},
                                                   progress_callback=noted)  # fmt: skip
 
+                def tail_shown() -> bool:
+                    return any("tail-of-4517" in (m or "") for _, m in progress)
+
                 group.start_soon(long_run)
-                await wait_until(lambda: sleeping("4517") and progress, 60, "run and progress")
+                await wait_until(lambda: sleeping("4517") and tail_shown(), 60, "the tail")
                 group.cancel_scope.cancel()  # the SDK sends notifications/cancelled
             await wait_until(lambda: not sleeping("4517"), 10, "the cancelled run's processes")
             with anyio.fail_after(40):  # below the 4517 s the cancelled run would take
@@ -82,6 +87,8 @@ def test_cancel_kills_the_run_and_frees_the_queue_and_progress_arrives(src: Path
 
     anyio.run(session)
     assert all(m and m.startswith("run: running for") for _, m in progress)
+    shown = next(m for _, m in progress if m and "tail-of-4517" in m)
+    assert shown.endswith("99999\n100000\ntail-of-4517\n") and len(shown) < 600, shown
     assert [v for v, _ in progress] == sorted(v for v, _ in progress)
 
 
@@ -203,6 +210,14 @@ def test_the_staging_limit_holds_over_http(src: Path, tmp_path: Path) -> None:
             # Read back by a run: a 6 MiB answer is over the SDK client's own 1 MiB per event.
             counted = await agent.call("run", branch="a", command="wc -c < big.py")
             assert counted["result"]["stdout"] == f"{len(six)}\n"
+            # ... and by read_file in pages, each under it.
+            pages = [await agent.call("read_file", branch="a", path="big.py")]
+            while pages[-1]["more"]:
+                pages.append(await agent.call("read_file", branch="a", path="big.py",
+                                              offset=pages[-1]["next_offset"]))  # fmt: skip
+            assert "".join(p["content"] for p in pages) == six and len(pages) > 10
+            assert {p["total_chars"] for p in pages} == {len(six)}
+            assert pages[-1]["next_offset"] is None
             nine = "#" * (9 * 2**20)
             assert "byte limit" in await agent.error("write_file", branch="a", path="h.py",
                                                      content=nine)  # fmt: skip
@@ -257,8 +272,10 @@ def test_sigterm_stops_a_stdio_server_cleanly(src: Path) -> None:
             "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
         process.stdin.write(json.dumps(hello).encode() + b"\n")
         process.stdin.flush()
-        assert json.loads(process.stdout.readline())["id"] == 1  # serving, workspace open
-        children = psutil.Process(process.pid).children(recursive=True)
+        assert json.loads(process.stdout.readline())["id"] == 1  # answered; the open goes on
+        server = psutil.Process(process.pid)
+        children = wait_for(lambda: server.children(recursive=True), 60,
+                            "a child of the opening workspace")  # fmt: skip
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
         gone, alive = psutil.wait_procs(children, timeout=10)
@@ -267,3 +284,88 @@ def test_sigterm_stops_a_stdio_server_cleanly(src: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+GATED = """\
+import os, sys, time
+from shadowkernel.mcp.transports import serve_stdio
+from shadowkernel.workspace import Workspace
+
+gate, src = sys.argv[1], sys.argv[2]
+
+
+def open_workspace():  # the real open, once the test creates `gate`
+    deadline = time.monotonic() + 120
+    while not os.path.exists(gate):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test never opened the gate")
+        time.sleep(0.05)
+    return Workspace(src, servers=["ruff"])
+
+
+serve_stdio(open_workspace)
+"""
+
+
+def test_stdio_answers_initialize_before_the_workspace_opens(src: Path, tmp_path: Path) -> None:
+    """The real serve_stdio, whose open waits for a file the test makes only after the client
+    has its answers: so they came before the open, whatever the machine's load."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp_helpers import ENV
+
+    script, gate = tmp_path / "gated.py", tmp_path / "gate"
+    script.write_text(GATED)
+    env = {**ENV, "XDG_STATE_HOME": os.environ.get("XDG_STATE_HOME", "")}
+    params = StdioServerParameters(command=sys.executable, args=[str(script), str(gate),
+                                   str(src)], env=env)  # fmt: skip
+
+    async def session() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert "create_branch" in listed and not gate.exists()
+            gate.touch()  # now the workspace opens; the first call waits for it
+            agent = Agent(client)
+            assert (await agent.call("create_branch", name="a"))["version"] == 0
+            read = await agent.call("read_file", branch="a", path="pkg/mod.py")
+            assert read["content"] == MOD
+
+    anyio.run(session)
+
+
+def test_a_workspace_that_cannot_open_is_named_by_every_tool_call(src: Path) -> None:
+    async def session() -> None:
+        async with over_stdio(src, "--branch", "b", "--stage", "pkg/mod.py=/no/such.py") as agent:
+            assert "read_file" in {t.name for t in (await agent.session.list_tools()).tools}
+            for tool in ("list_branches", "diff"):
+                message = await agent.error(tool)
+                assert "the project could not be opened" in message, message
+                assert "cannot read '/no/such.py'" in message, message
+
+    anyio.run(session)
+
+
+def test_a_server_pinned_to_a_branch(src: Path, tmp_path: Path) -> None:
+    start = tmp_path / "start.py"
+    start.write_text(MOD + "\n\nSTARTED = True\n")
+
+    before = snapshot(src)
+
+    async def session() -> None:
+        async with over_stdio(src, "--branch", "fix-1", "--stage",
+                              f"pkg/mod.py={start}") as agent:  # fmt: skip
+            tools = {t.name: t for t in (await agent.session.list_tools()).tools}
+            assert not {"create_branch", "drop_branch", "merge_check"} & set(tools)
+            assert tools["read_file"].input_schema["properties"]["branch"]["default"] == "fix-1"
+            listed = await agent.call("list_branches")
+            assert [b["name"] for b in listed["branches"]] == ["fix-1"]
+            read = await agent.call("read_file", path="pkg/mod.py")  # no branch: the pinned one
+            assert read["branch"] == "fix-1" and read["content"] == start.read_text()
+            assert "works on branch 'fix-1' only" in await agent.error(
+                "read_file", branch="main", path="pkg/mod.py")  # fmt: skip
+            assert "not offered" in await agent.error("create_branch", name="other")
+            await agent.call("write_file", path="pkg/new.py", content="x = 1\n")
+            assert (await agent.call("diff"))["paths"] == ["pkg/mod.py", "pkg/new.py"]
+
+    anyio.run(session)
+    assert snapshot(src) == before

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from shadowkernel.agents.shapes import page
 from shadowkernel.agents.tools import TOOL_NAMES, Tools
 from shadowkernel.agents.toolspec import READS, Hints, json_schema, spec_of, tool
+from shadowkernel.mcp.texts import summary
 
 
 class NoWorkspace:
@@ -33,7 +35,7 @@ def test_every_tool_and_parameter_is_described_and_hinted() -> None:
     assert by_name["read_file"].hints.read_only and by_name["lint"].hints.idempotent
     assert by_name["accept"].hints.destructive and not by_name["accept"].hints.read_only
     assert not by_name["write_file"].hints.read_only
-    assert by_name["run"].host == ("cancel",)  # the host's, never the model's
+    assert by_name["run"].host == ("cancel", "on_output")  # the host's, never the model's
     assert "cancel" not in by_name["run"].input_schema()["properties"]
 
 
@@ -90,3 +92,14 @@ def test_parameter_types_as_json_schema() -> None:
         "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}  # fmt: skip
     with pytest.raises(TypeError):
         json_schema(dict)
+
+
+def test_a_file_is_read_in_pages_that_say_what_follows() -> None:
+    first, last = page("abcdefg", 0, 5), page("abcdefg", 5, 5)
+    assert (first["content"], first["more"], first["next_offset"]) == ("abcde", True, 5)
+    assert (last["content"], last["more"], last["next_offset"]) == ("fg", False, None)
+    assert page("abc", 9, 5) == {"content": "", "offset": 9, "total_chars": 3, "more": False,
+                                 "next_offset": None}  # fmt: skip
+    text = summary("read_file", {"branch": "a", "version": 0, "path": "m.py", **first})
+    assert text.startswith("abcde") and "more from offset=5" in text
+    assert summary("read_file", {"branch": "a", "version": 0, "path": "m.py", **last}) == "fg"

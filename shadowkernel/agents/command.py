@@ -4,8 +4,10 @@
     agent = sk.CommandAgent("codex exec {prompt}", time_limit=900)
     df = sk.experiment(agent, suite, ["lint-tool"], seeds=1)
 
-Per cell: a `shadowkernel mcp SRC --http 127.0.0.1:0` process serves the suite's projects;
-the cell's branch is created there with the task's starting version staged; an MCP
+Per cell: a `shadowkernel mcp SRC --http 127.0.0.1:0 --branch NAME --stage PATH=FILE...`
+process serves the suite's projects pinned to the cell's branch, made there with the task's
+starting version staged (every tool works on it by default, no other branch is reachable and
+no tool makes or drops branches); an MCP
 configuration in the `mcpServers` JSON format (streamable HTTP, the bearer token in its
 headers) is written to a fresh working folder; the command runs there with `{prompt}` (the
 task and the branch to work on), `{mcp_config}` (the configuration's path) and `{workdir}`
@@ -16,8 +18,7 @@ the name its MCP client announces.
 
 Caveats: the server is a process of its own with its own shadow (agents/ cannot import the
 MCP face, and an agent CLI expects a server it can reach), so the experiment's timeline shows
-the grading, not the agent's requests; the agent is told its branch in the prompt and could
-touch others on that server (they are dropped with it); what the CLI shows its model (its
+the grading, not the agent's requests; what the CLI shows its model (its
 own lint feedback) is the CLI's, so the only condition is "lint-tool" (the server's lint
 tool). Nothing is recorded for replay: the CLI talks to its model itself.
 """
@@ -47,10 +48,10 @@ CLIENT = "shadowkernel-experiment"  # the name the grading side announces to the
 def command_prompt(task: Any, branch: str) -> str:
     files = ", ".join(task.files)
     return (f"{task.statement.strip()}\n\nWork only through the `shadowkernel` MCP server's "
-            f"tools, on its branch {branch!r} (pass branch={branch!r} to every tool); it "
-            f"already holds the code to fix (start with {files}). Stage your fix there with "
-            "replace_in_file, write_file or apply_patch; the branch's files when you stop are "
-            "your answer.")  # fmt: skip
+            f"tools; they work on branch {branch!r} (the default of their `branch` "
+            f"argument), which already holds the code to fix (start with {files}). Stage your "
+            "fix there with replace_in_file, write_file or apply_patch; the branch's files "
+            "when you stop are your answer.")  # fmt: skip
 
 
 def mcp_config(url: str, token: str) -> dict[str, Any]:
@@ -127,22 +128,40 @@ class CommandAgent:
         return episode
 
     def _run(self, root: str, name: str, task: Any) -> tuple[dict[str, str | None], int | None]:
-        """The command's run against a fresh server: (the branch's files after, exit code
-        or None when it ran out of time)."""
+        """The command's run against a fresh server pinned to branch `name`: (the branch's
+        files after, exit code or None when it ran out of time)."""
         with tempfile.TemporaryDirectory(prefix="sk-cell-") as workdir, \
-                serving(root, self.servers, workdir) as (url, token):  # fmt: skip
-            calls = [("create_branch", {"name": name})]
-            calls += [("write_file", {"branch": name, "path": p, "content": t}) if t is not None
-                      else ("delete_file", {"branch": name, "path": p})
-                      for p, t in getattr(task, "start", ())]  # fmt: skip
-            call_tools(url, token, calls)
-            config = os.path.join(workdir, "mcp.json")
-            with open(config, "w") as f:
-                json.dump(mcp_config(url, token), f, indent=2)
-            argv = substitute(self.argv, {"prompt": command_prompt(task, name),
-                                          "mcp_config": config, "workdir": workdir})  # fmt: skip
-            exit_code = run_command(argv, workdir, self.time_limit, self.env)
-            return branch_files(url, token, name), exit_code
+                tempfile.TemporaryDirectory(prefix="sk-start-") as starts:  # fmt: skip
+            pin = pin_arguments(name, getattr(task, "start", ()), starts)
+            with serving(root, self.servers, workdir, pin) as (url, token):
+                return self._command(url, token, name, task, workdir)
+
+    def _command(self, url: str, token: str, name: str, task: Any,
+                 workdir: str) -> tuple[dict[str, str | None], int | None]:  # fmt: skip
+        """The command, given its configuration, then the branch's files."""
+        config = os.path.join(workdir, "mcp.json")
+        with open(config, "w") as f:
+            json.dump(mcp_config(url, token), f, indent=2)
+        argv = substitute(self.argv, {"prompt": command_prompt(task, name),
+                                      "mcp_config": config, "workdir": workdir})  # fmt: skip
+        exit_code = run_command(argv, workdir, self.time_limit, self.env)
+        return branch_files(url, token, name), exit_code
+
+
+def pin_arguments(branch: str, start: Any, folder: str) -> list[str]:
+    """`shadowkernel mcp`'s arguments pinning it to `branch` with the task's start staged
+    (each starting text written to a file in `folder`), its branches kept in `folder` too:
+    the experiment's own workspace holds the suite's default state directory."""
+    argv = ["--branch", branch, "--state", os.path.join(folder, "state")]  # the cell's own
+    for number, (path, text) in enumerate(start):
+        if text is None:
+            argv += ["--delete", path]
+            continue
+        file = os.path.join(folder, str(number))
+        with open(file, "w", encoding="utf-8") as f:
+            f.write(text)
+        argv += ["--stage", f"{path}={file}"]
+    return argv
 
 
 def run_command(argv: list[str], workdir: str, limit: float, env: dict[str, str] | None
@@ -164,10 +183,12 @@ def run_command(argv: list[str], workdir: str, limit: float, env: dict[str, str]
 
 
 @contextlib.contextmanager
-def serving(root: str, servers: Sequence[str], workdir: str) -> Iterator[tuple[str, str]]:
-    """`shadowkernel mcp ROOT --http 127.0.0.1:0` in a process of its own: (url, token)."""
+def serving(root: str, servers: Sequence[str], workdir: str,
+            options: Sequence[str] = ()) -> Iterator[tuple[str, str]]:  # fmt: skip
+    """`shadowkernel mcp ROOT --http 127.0.0.1:0 OPTIONS` in a process of its own: (url,
+    token)."""
     argv = [sys.executable, "-m", "shadowkernel.cli", "mcp", root, "--http", "127.0.0.1:0",
-            "--token-file", os.path.join(workdir, "token"), "--state", "none",
+            "--token-file", os.path.join(workdir, "token"), *options,
             "--servers", *servers]  # fmt: skip
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True,
@@ -234,11 +255,21 @@ def branch_files(url: str, token: str, name: str) -> dict[str, str | None]:
     files: dict[str, str | None] = {}
     for path in diff["paths"]:
         try:
-            (read,) = call_tools(url, token, [("read_file", {"branch": name, "path": path})])
-            files[path] = read["content"]
+            files[path] = read_whole(url, token, name, path)
         except ShadowError:
             files[path] = None
     return files
+
+
+def read_whole(url: str, token: str, branch: str, path: str) -> str:
+    """A file's text, page by page (read_file answers at most its limit at once)."""
+    pages, offset = [], 0
+    while offset is not None:
+        (read,) = call_tools(url, token, [("read_file", {"branch": branch, "path": path,
+                                                         "offset": offset})])  # fmt: skip
+        pages.append(read["content"])
+        offset = read["next_offset"]
+    return "".join(pages)
 
 
 def _stage_files(branch: Any, task: Any, files: dict[str, str | None]) -> list[dict[str, str]]:

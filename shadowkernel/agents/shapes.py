@@ -49,11 +49,18 @@ class Branches(TypedDict):
     branches: list[BranchInfo]
 
 
-class FileText(TypedDict):
+class Page(TypedDict):
+    content: str
+    offset: int  # of content's first character in the file
+    total_chars: int  # the whole file's
+    more: bool  # characters follow this page
+    next_offset: int | None  # where they start (None: the end was reached)
+
+
+class FileText(Page):
     branch: str
     version: int
     path: str
-    content: str
 
 
 class Entry(TypedDict):
@@ -247,3 +254,12 @@ def changed(before: Mapping[str, bytes | None], after: Mapping[str, bytes | None
     """Paths whose bytes differ between two versions' files."""
     missing = object()
     return sorted(p for p in after if before.get(p, missing) != after[p])
+
+
+def page(text: str, offset: int, limit: int) -> Page:
+    """`limit` characters of `text` from `offset`, saying what follows."""
+    content = text[offset : offset + limit]
+    end = min(offset, len(text)) + len(content)
+    more = end < len(text)
+    return {"content": content, "offset": offset, "total_chars": len(text), "more": more,
+            "next_offset": end if more else None}  # fmt: skip

@@ -14,10 +14,12 @@ what runs wrote to its scratch layer without `keep`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from ..errors import ArgumentError, NotFound, PathError, ServerError, ShadowError, StagingError
@@ -36,6 +38,8 @@ BRANCH = "the branch's name, as create_branch made it (list_branches lists them)
 PATH = "a path relative to the project's root, '/'-separated, e.g. 'pkg/mod.py'"
 LINE = "the line, 1-based"
 COLUMN = "the column, 1-based, in characters (a tab counts one)"
+READ_LIMIT = 100_000  # characters read_file returns by default: twice (JSON and text) under
+# the 1 MiB some HTTP clients take in one event, even at 4 bytes a character
 RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
 OUTPUT_CAP = DEFAULT_OUTPUT_CAP  # the run's own cap (bytes per stream it keeps)
 LINT_ONLY = frozenset({"ruff"})  # built-in servers that answer no navigation at all
@@ -50,25 +54,48 @@ TOOL_NAMES = (
 AGENT_REFS = "refs/heads/agent/"  # where commit_branch writes without --allow-accept
 
 
-class Tools:
-    """The tools over one open workspace. `allow_accept` gates the one tool that writes the
-    user's folder."""
+BRANCH_TOOLS = frozenset({"create_branch", "drop_branch", "merge_check"})  # make or forget one
 
-    def __init__(self, workspace: Any, allow_accept: bool = False) -> None:
-        self.workspace = workspace
+
+class Tools:
+    """The tools over one open workspace (or a `Future` of one still opening: calls wait for
+    it). `allow_accept` gates the one tool that writes the user's folder. `branch` pins the
+    tools to that branch: it is every `branch` argument's default, other names are refused,
+    list_branches shows only it, and the tools that make or forget branches are not offered
+    (an agent CLI given one branch to work on, e.g. `CommandAgent`'s)."""
+
+    def __init__(self, workspace: Any, allow_accept: bool = False,
+                 branch: str | None = None) -> None:  # fmt: skip
+        self._workspace = workspace
         self.allow_accept = allow_accept
+        self.pinned = branch
         self._lock = threading.Lock()
         # branch -> fix id -> (version, fix); keyed by the object, so a branch dropped and
         # made again under its name never sees the old one's fixes
         self._fixes: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, Fix]]] = (
             weakref.WeakKeyDictionary())  # fmt: skip
 
+    @property
+    def workspace(self) -> Any:
+        """The workspace, once open; why it did not open as a ShadowError."""
+        if not isinstance(self._workspace, Future):
+            return self._workspace
+        try:
+            return self._workspace.result()
+        except Exception as error:  # noqa: BLE001 - every tool call answers it
+            raise ShadowError(f"the project could not be opened, so no tool works: "
+                              f"{error}") from error  # fmt: skip
+
     def names(self) -> tuple[str, ...]:
-        """The tools this table offers: `accept` only when it is allowed."""
-        return tuple(n for n in TOOL_NAMES if n != "accept" or self.allow_accept)
+        """The tools this table offers: `accept` only when it is allowed, no branch making
+        on a pinned table."""
+        return tuple(n for n in TOOL_NAMES if (n != "accept" or self.allow_accept)
+                     and not (self.pinned and n in BRANCH_TOOLS))  # fmt: skip
 
     def withheld(self, name: str) -> str:
         """Why a tool of TOOL_NAMES is not offered."""
+        if self.pinned and name in BRANCH_TOOLS:
+            return f"{name} is not offered: this server works on branch {self.pinned!r} only"
         return (
             f"{name} is not offered: this server was started without --allow-accept; "
             "show the user the branch's diff (the diff tool) and let them accept it"
@@ -78,15 +105,18 @@ class Tools:
         return {name: getattr(self, name) for name in self.names()}
 
     def specs(self) -> list[ToolSpec]:
-        """Each offered tool's description, described parameters and hints."""
-        return [spec_of(getattr(self, name)) for name in self.names()]
+        """Each offered tool's description, described parameters and hints (on a pinned
+        table, `branch` defaults to the pinned branch)."""
+        specs = [spec_of(getattr(self, name)) for name in self.names()]
+        return [pinned_spec(s, self.pinned) for s in specs] if self.pinned else specs
 
     # -- branches ---------------------------------------------------------------------------
 
     @tool(READS)
     def list_branches(self) -> shapes.Branches:
         """Every open branch: its name, current version, last edit and the files it touched."""
-        return {"branches": [shapes.branch(b) for b in self.workspace.branches.values()]}
+        shown = [b for b in self.workspace.branches.values() if self.pinned in (None, b.name)]
+        return {"branches": [shapes.branch(b) for b in shown]}
 
     @tool(STAGES, name="a new branch's name, e.g. 'fix-parser'")
     def create_branch(self, name: str) -> shapes.Created:
@@ -106,10 +136,18 @@ class Tools:
 
     # -- reading ------------------------------------------------------------------------------
 
-    @tool(READS, branch=BRANCH, path=PATH)
-    def read_file(self, branch: str, path: str) -> shapes.FileText:
-        """The text of `path` in the branch's current version (staged, or the user's file);
-        a binary file is refused with its size."""
+    @tool(READS, branch=BRANCH, path=PATH,
+          offset="the first character to return, 0-based (default 0: the start)",
+          limit=f"at most this many characters (default {READ_LIMIT}); when `more` is true, "
+          "call again with offset=next_offset")  # fmt: skip
+    def read_file(self, branch: str, path: str, offset: int = 0,
+                  limit: int = READ_LIMIT) -> shapes.FileText:  # fmt: skip
+        """The text of `path` in the branch's current version (staged, or the user's file),
+        a page of `limit` characters from `offset`: the answer gives total_chars and whether
+        more follows. A binary file is refused with its size."""
+        if offset < 0 or limit <= 0:
+            raise ArgumentError(f"offset={offset}, limit={limit}: give offset >= 0 and "
+                                "limit > 0 (characters)")  # fmt: skip
         chosen = self._branch(branch)
         version, data = stable(chosen, lambda: chosen.read_bytes(path))
         try:
@@ -119,7 +157,8 @@ class Tools:
         if content is None:
             raise StagingError(f"{rel(path)!r} is a binary file ({len(data)} bytes) in branch "
                                f"{branch!r}; read_file shows text files only")  # fmt: skip
-        return {"branch": branch, "version": version, "path": rel(path), "content": content}
+        return {"branch": branch, "version": version, "path": rel(path),
+                **shapes.page(content, offset, limit)}  # fmt: skip
 
     @tool(
         READS,
@@ -275,7 +314,8 @@ class Tools:
     )
     def run(self, branch: str, command: str, timeout: float = 60, network: bool = False,
             keep: bool = False, max_output: int = RUN_OUTPUT, *,
-            cancel: threading.Event | None = None) -> shapes.Ran:  # fmt: skip
+            cancel: threading.Event | None = None,
+            on_output: Callable[[str, bytes], object] | None = None) -> shapes.Ran:  # fmt: skip
         """Run a shell command in the shadow at the branch's version (sandboxed, offline
         unless network). With keep, what it wrote under the project (less .gitignore'd files
         and caches) becomes the branch's next version; otherwise it stays in its scratch.
@@ -288,7 +328,7 @@ class Tools:
         if not 0 < max_output <= OUTPUT_CAP:
             raise ArgumentError(f"max_output={max_output}: give 1 to {OUTPUT_CAP} characters")
         result = chosen.run(command, timeout=timeout, network=network, keep=keep,
-                            cancel=cancel or threading.Event())  # fmt: skip
+                            cancel=cancel or threading.Event(), on_output=on_output)  # fmt: skip
         return {"branch": branch, "version": chosen.version,
                 "result": shapes.run(result, max_output)}  # fmt: skip
 
@@ -344,6 +384,9 @@ class Tools:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _branch(self, name: str) -> Any:
+        if self.pinned is not None and name != self.pinned:
+            raise ArgumentError(f"branch {name!r}: this server works on branch "
+                                f"{self.pinned!r} only (omit branch, or pass that)")  # fmt: skip
         found = self.workspace.branches.get(name)
         if found is None:
             known = ", ".join(sorted(self.workspace.branches)) or "none yet"
@@ -447,3 +490,10 @@ def entries(
             kinds[name] = "file"
     prefix = f"{folder}/" if folder else ""
     return [{"name": n, "path": prefix + n, "kind": kinds[n]} for n in sorted(kinds)]
+
+
+def pinned_spec(spec: ToolSpec, branch: str) -> ToolSpec:
+    """`spec` with its `branch` parameter defaulting to `branch`."""
+    params = tuple(dataclasses.replace(p, default=branch) if p.name == "branch" else p
+                   for p in spec.params)  # fmt: skip
+    return dataclasses.replace(spec, params=params)

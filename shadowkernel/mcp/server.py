@@ -9,8 +9,8 @@ cancel event, which kills a run and frees its place in the queue. Errors the cal
 anything else is a bug, logged with its traceback and answered with the SDK's generic tool
 failure. Either way the server stays up. A middleware tags every request with the client's
 name (from its `initialize`), so the workspace's timeline records which agent asked. A long
-call sends progress (elapsed seconds) when the client gave a progressToken; the package's
-warnings during a call go to its client as log messages.
+call sends progress (elapsed seconds, and a run's latest output) when the client gave a
+progressToken; the package's warnings during a call go to its client as log messages.
 
 Not used, on purpose: tasks (2025-11-25 only, an extension since; a run is bounded by its
 timeout, cancellable and reports progress, and hosts do not poll tasks) and resources (hosts
@@ -50,6 +50,7 @@ from ..sched import acting_for
 from . import texts
 
 PROGRESS_EVERY = 1.0  # seconds between progress notifications of a long call
+TAIL_CHARS = 400  # characters of a run's latest output each progress message shows
 
 INSTRUCTIONS = """\
 shadowkernel: a private, writable shadow of the user's project. Create a branch, stage edits
@@ -103,12 +104,13 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
     """The SDK's Tool for one table method: the table's schema, hints and description."""
 
     async def call(ctx: Context, **arguments: Any) -> CallToolResult:
-        cancel = threading.Event()
-        host = {"cancel": cancel} if "cancel" in spec.host else {}
+        cancel, tail = threading.Event(), Tail()
+        given = {"cancel": cancel, "on_output": tail.add}
+        host = {name: given[name] for name in spec.host if name in given}
         work = functools.partial(outcome, functools.partial(method, **arguments, **host))
         with forwarded_warnings() as warned:
             try:
-                result, error = await with_progress(ctx, spec.name, work)
+                result, error = await with_progress(ctx, spec.name, work, tail)
             except anyio.get_cancelled_exc_class():
                 cancel.set()  # the request was cancelled or its client left: so is the run
                 raise
@@ -139,9 +141,33 @@ def outcome(work: Callable[[], Any]) -> tuple[Any, BaseException | None]:
         return None, error
 
 
-async def with_progress(ctx: Context, tool: str, work: Callable[[], Any]) -> Any:
+class Tail:
+    """The last TAIL_CHARS characters a run printed (both streams, as they came): what a
+    progress message shows. Written by the run's reading thread, read by the event loop."""
+
+    def __init__(self) -> None:
+        self._bytes = b""
+        self._lock = threading.Lock()
+
+    def add(self, stream: str, chunk: bytes) -> None:
+        with self._lock:
+            self._bytes = (self._bytes + chunk)[-4 * TAIL_CHARS :]  # 4: UTF-8's widest char
+
+    def text(self) -> str:
+        with self._lock:
+            data = self._bytes
+        return data.decode("utf-8", errors="replace")[-TAIL_CHARS:]
+
+
+def progress_message(tool: str, elapsed: float, tail: str) -> str:
+    said = f"{tool}: running for {elapsed:.0f} s"
+    return f"{said}; output so far ends with:\n{tail}" if tail else said
+
+
+async def with_progress(ctx: Context, tool: str, work: Callable[[], Any], tail: Tail) -> Any:
     """`work()` on a worker thread; meanwhile a progress notification every PROGRESS_EVERY
-    seconds (sent only when the client asked for progress with a progressToken)."""
+    seconds with the output's tail (sent only when the client asked for progress with a
+    progressToken)."""
     answer: list[Any] = []
     async with anyio.create_task_group() as group:
 
@@ -154,7 +180,7 @@ async def with_progress(ctx: Context, tool: str, work: Callable[[], Any]) -> Any
         while True:
             await anyio.sleep(PROGRESS_EVERY)
             elapsed = time.monotonic() - started
-            await ctx.report_progress(elapsed, None, f"{tool}: running for {elapsed:.0f} s")
+            await ctx.report_progress(elapsed, None, progress_message(tool, elapsed, tail.text()))
     return answer[0]
 
 

@@ -3,7 +3,7 @@
 Hosts that read only the text block still need the answer, so most tools' text is their
 JSON (compact); a run's is a short summary with its output's tail, since its structured
 result already carries the (capped) output and repeating it doubles the result; read_file's
-is the file's text as it is.
+is the file's text as it is (a page of it, then where the rest is).
 """
 
 from __future__ import annotations
@@ -34,8 +34,16 @@ def summary(tool: str, result: Mapping[str, Any]) -> str:
     if tool == "run":
         return run_summary(result)
     if tool == "read_file":  # the text itself, not escaped again in JSON
-        return str(result["content"])
+        return str(result["content"]) + page_note(result)
     return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+
+
+def page_note(page: Mapping[str, Any]) -> str:
+    """After a page of a file that does not end the file: where the rest is."""
+    if not page["more"]:
+        return ""
+    return (f"\n\n[read_file: characters {page['offset']} to {page['next_offset']} of "
+            f"{page['total_chars']}; more from offset={page['next_offset']}]")  # fmt: skip
 
 
 def run_summary(answer: Mapping[str, Any]) -> str:

@@ -20,6 +20,7 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import logging
 import os
 import secrets
 import signal
@@ -28,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import anyio
@@ -39,6 +41,7 @@ from ..errors import ShadowError
 from ..text.content import MAX_TEXT_BYTES
 from .server import build_server
 
+logger = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
 PATH = "/mcp"
 GRACE = 5  # seconds a stopping server waits for requests still running (a lint, a run)
@@ -52,24 +55,67 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 # -- stdio ----------------------------------------------------------------------------------------
 
 
-def serve_stdio(open_workspace: Callable[[], Any], allow_accept: bool = False) -> None:
-    """Serve MCP on stdin/stdout until EOF or a stop signal, then close the workspace. While
-    it serves, fd 0 and 1 are diverted (a stray print never reaches the wire)."""
+def serve_stdio(open_workspace: Callable[[], Any], allow_accept: bool = False,
+                **pin: Any) -> None:  # fmt: skip
+    """Serve MCP on stdin/stdout until EOF or a stop signal, then close the workspace. The
+    server answers at once (initialize, tools/list) while the workspace opens (mounts and
+    servers take seconds; clients time out connecting): a tool call waits for the open, or
+    answers why it failed. While it serves, fd 0 and 1 are diverted (a stray print never
+    reaches the wire). `pin` goes to `Tools` (branch=NAME)."""
     wire_in, wire_out = os.dup(0), os.dup(1)
-    workspace = None
+    opening: Future[Any] = Future()
+    serving = StdioServing(build_server(Tools(opening, allow_accept, **pin)), wire_in, wire_out)
     with diverted_stdio():
         try:
             with _stopping_as_interrupt():
-                workspace = open_workspace()  # stopped meanwhile: what started dies with us
-                server = build_server(Tools(workspace, allow_accept))
-                anyio.run(_serve_streams, server, StdinLines(wire_in), wire_out)
+                serving.start()
+                _open_into(opening, open_workspace)  # stopped meanwhile: what started dies too
+                serving.join()  # until the client closes stdin (a signal interrupts it)
         except KeyboardInterrupt:
             pass
         finally:
+            serving.stop()
             os.close(wire_in)
-            if workspace is not None:
+            if not opening.done():
+                opening.set_exception(ShadowError("the server is stopping"))
+            elif opening.exception() is None:
                 with stop_signals_ignored():  # clients send SIGTERM if we take a while
-                    workspace.close()
+                    opening.result().close()
+
+
+def _open_into(opening: Future[Any], open_workspace: Callable[[], Any]) -> None:
+    """The open's workspace, or its error (which tool calls then answer), into `opening`."""
+    try:
+        opening.set_result(open_workspace())
+    except Exception as error:  # noqa: BLE001 - every tool call says it
+        logger.error("shadowkernel mcp: the workspace did not open: %s", error)
+        opening.set_exception(error)
+
+
+class StdioServing(threading.Thread):
+    """The stdio server's event loop, on a thread of its own: the main thread opens the
+    workspace meanwhile and keeps the signals (only it can be interrupted by them)."""
+
+    def __init__(self, server: Any, wire_in: int, wire_out: int) -> None:
+        super().__init__(name="shadowkernel-mcp-stdio", daemon=True)
+        self._args = server, StdinLines(wire_in), wire_out
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    def run(self) -> None:
+        anyio.run(self._serve)
+
+    async def _serve(self) -> None:
+        with anyio.CancelScope() as self._scope:
+            self._loop = asyncio.get_running_loop()
+            await _serve_streams(*self._args)
+
+    def stop(self) -> None:
+        """End serving (from the main thread) and wait for the loop to finish."""
+        if self._loop is not None and self._scope is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                self._loop.call_soon_threadsafe(self._scope.cancel)
+        self.join(GRACE)
 
 
 async def _serve_streams(server: Any, lines: StdinLines, wire_out: int) -> None:

@@ -109,7 +109,8 @@ def run_in_copy(shadow: DetachedShadow, request: Request) -> RunResult:
             plan = confine(_in_order(plan, view, copy.linked, shadow.source), request,
                            [copy.root, tmp] if tmp else [])  # fmt: skip
             ended = execute(plan, with_tmp(request.environment, tmp), request.timeout,
-                            request.output_cap, request.limits, request.cancel)  # fmt: skip
+                            request.output_cap, request.limits, request.cancel,
+                            request.on_output)  # fmt: skip
             outside = layers.written()
         written = harvest(copy, shadow.source, manifest, shadow.store)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import selectors
 import signal
@@ -18,14 +19,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .result import Capture
 
+logger = logging.getLogger(__name__)
 F_SETPIPE_SZ = 1031
 PIPE_SIZE = 1 << 20
 CHECK_EVERY = 0.05  # seconds between calls of `stop_when`
 DRAIN_AFTER_EXIT = 5.0  # seconds to wait for leftovers' output once the run has ended
 EXIT_AFTER_EOF = 1.0  # seconds a run that closed its output gets to exit before it is killed
+OnOutput = Callable[[str, bytes], object]  # (stream, chunk): output as it arrives
 
 
 @dataclass
@@ -42,10 +46,13 @@ class Outcome:
 def run_process(
     argv: list[str], env: dict[str, str], timeout: float, cap: int,
     kill_leftovers: Callable[[], object] = lambda: None, cancel: threading.Event | None = None,
-    stop_when: Callable[[], bool] = lambda: False,
+    stop_when: Callable[[], bool] = lambda: False, on_output: OnOutput | None = None,
 ) -> Outcome:  # fmt: skip
     """Run `argv` to its end, to its deadline, until `cancel` is set, or until `stop_when()`
-    (checked every 50 ms at most) is true; killed in the last three cases."""
+    (checked every 50 ms at most) is true; killed in the last three cases. `on_output(stream,
+    chunk)` ("stdout" or "stderr", the bytes just read, past the cap too) is called from the
+    reading thread as output arrives; it must be quick (an error in it is logged, and it is
+    not called again: the run goes on)."""
     start = time.monotonic()
     cancel = cancel or threading.Event()
     process = subprocess.Popen(
@@ -53,6 +60,8 @@ def run_process(
         env=env, cwd="/", start_new_session=True, close_fds=True,
     )  # fmt: skip
     captures = {process.stdout: Capture(cap), process.stderr: Capture(cap)}
+    names = {process.stdout: "stdout", process.stderr: "stderr"}
+    hook = [on_output] if on_output else []
     limit, checked = threading.Event(), [start]
 
     def stop() -> bool:
@@ -63,7 +72,16 @@ def run_process(
                 limit.set()
         return cancel.is_set() or limit.is_set()
 
-    stopped = _pump(process, captures, start + timeout, kill_leftovers, stop)
+    def add(pipe: object, chunk: bytes) -> None:
+        captures[pipe].add(chunk)
+        for listener in hook:
+            try:
+                listener(names[pipe], chunk)
+            except Exception:  # a bug in the caller's hook must not leave the run unkilled
+                logger.exception("a run's on_output hook failed; not calling it again")
+                hook.clear()
+
+    stopped = _pump(process, captures, add, start + timeout, kill_leftovers, stop)
     code = process.wait()
     return Outcome(
         exit_code=None if stopped else code,
@@ -76,8 +94,9 @@ def run_process(
     )
 
 
-def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
-          kill_leftovers: Callable[[], object], stop: Callable[[], bool]) -> bool:  # fmt: skip
+def _pump(process: subprocess.Popen[bytes], captures: dict, add: Callable[[Any, bytes], None],
+          deadline: float, kill_leftovers: Callable[[], object],
+          stop: Callable[[], bool]) -> bool:  # fmt: skip
     """Read both pipes until they close; kill the run at `deadline` or when `stop()`.
     True if it was stopped that way."""
     selector = selectors.DefaultSelector()
@@ -101,7 +120,7 @@ def _pump(process: subprocess.Popen[bytes], captures: dict, deadline: float,
             for key, _ in selector.select(max(wait, 0)):
                 chunk = os.read(key.fd, PIPE_SIZE)
                 if chunk:
-                    captures[key.fileobj].add(chunk)
+                    add(key.fileobj, chunk)
                 else:
                     selector.unregister(key.fileobj)
     finally:

@@ -56,7 +56,7 @@ from . import capabilities, seccomp
 from .capabilities import Confinement
 from .cgroup import RunCgroup, hierarchies
 from .layers import Layers, check_writable, private_tmp, runs_home, with_tmp
-from .process import Outcome, run_process
+from .process import OnOutput, Outcome, run_process
 from .result import DEFAULT_OUTPUT_CAP, RunResult
 from .sandbox import PRIVATE_TMPFS, Bind, Plan, command_line, confined, machine
 from .userns import HOST, Mounter, mounter, userns_overlay_problem
@@ -94,7 +94,7 @@ def run_in_shadow(
     output_cap: int = DEFAULT_OUTPUT_CAP, mode: str = "auto", env: Mapping[str, str] | None = None,
     cwd: str = ROOT, writable: Sequence[str] = (), max_processes: int = DEFAULT_MAX_PROCESSES,
     max_memory: int = DEFAULT_MAX_MEMORY, max_disk: int = DEFAULT_MAX_DISK,
-    cancel: threading.Event | None = None, sandbox: bool = True,
+    cancel: threading.Event | None = None, sandbox: bool = True, on_output: OnOutput | None = None,
 ) -> RunResult:  # fmt: skip
     """Run `command` (a shell string, an argv list, or Python code with `python=True`) in
     `manifest`'s view of `shadow.source`, and return its output and what it wrote.
@@ -103,14 +103,15 @@ def run_in_shadow(
     where bwrap cannot start, the run writes them for real). Setting `cancel` (from any
     thread) kills the run and all its processes. `network=True` gives the run the machine's
     network, nothing else; `sandbox=False` runs it unconfined, and is needed where neither
-    bwrap nor Landlock can confine it."""
+    bwrap nor Landlock can confine it. `on_output(stream, chunk)` hears the output as it
+    arrives (from the thread reading it; keep it quick), e.g. to show a long run's tail."""
     environment = dict(os.environ if env is None else env)
     outside = check_writable(writable, shadow.source)
     request = Request(
         time.monotonic(), freeze(manifest), command, python, rel(cwd), network, mode, environment,
         _layered(environment, outside, shadow.source),
         Limits(max_processes, max_memory, max_disk), timeout, output_cap, cancel, outside,
-        capabilities.confinement(sandbox, network),
+        capabilities.confinement(sandbox, network), on_output,
     )  # fmt: skip
     return _strategy(shadow)(shadow, request)
 
@@ -155,6 +156,7 @@ class Request:
     cancel: threading.Event | None
     writable: tuple[str, ...]  # the `writable=` paths, checked
     confinement: Confinement  # the layer that confines the run
+    on_output: OnOutput | None = None  # hears the output as it arrives
 
 
 def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
@@ -172,7 +174,8 @@ def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
                                 request.limits.disk)  # fmt: skip
             plan = confine(plan, request, [view.root, tmp] if tmp else [])
             ended = execute(plan, with_tmp(request.environment, tmp), request.timeout,
-                            request.output_cap, request.limits, request.cancel)  # fmt: skip
+                            request.output_cap, request.limits, request.cancel,
+                            request.on_output)  # fmt: skip
             outside = layers.written()
         outcome, notes = ended.outcome, notes + ended.notes
         written = _harvest(shadow, manifest, view)
@@ -363,19 +366,22 @@ class _Ended:
 
 
 def execute(plan: Plan, env: dict[str, str], timeout: float, cap: int, limits: Limits,
-            cancel: threading.Event | None) -> _Ended:  # fmt: skip
+            cancel: threading.Event | None,
+            on_output: OnOutput | None = None) -> _Ended:  # fmt: skip
     env["PWD"] = plan.cwd
     places = hierarchies()
     plan = replace(plan, max_processes=None if "pids" in places else limits.processes,
                    max_memory=None if "memory" in places else limits.memory)  # fmt: skip
     notes = _fallback_notes(plan)
     if not places:  # the PID namespace still ends every process with the run
-        return _Ended(_start(plan, env, timeout, cap, cancel=cancel), notes)
+        return _Ended(_start(plan, env, timeout, cap, cancel=cancel, on_output=on_output),
+                      notes)  # fmt: skip
     cgroup = RunCgroup(places, limits.processes, limits.memory)
     try:
         plan = replace(plan, cgroup_procs=cgroup.procs_files)
         outcome = _start(plan, env, timeout, cap, cgroup.kill_all, cancel,
-                         stop_when=lambda: cgroup.oom_kills() > 0)  # fmt: skip
+                         stop_when=lambda: cgroup.oom_kills() > 0,
+                         on_output=on_output)  # fmt: skip
         refused, oom = cgroup.limit_hit(), cgroup.oom_kills()
     finally:
         emptied = cgroup.close()

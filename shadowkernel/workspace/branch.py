@@ -380,7 +380,8 @@ class Branch:
         deletions, less .gitignore'd paths, the usual caches and protected paths, which the
         result's notes list) becomes the branch's next version instead. `options` go to
         `run_in_shadow` (python=True runs `cmd` as Python code; mode, env, cwd, output_cap,
-        max_processes, cancel, sandbox). Runs of other branches go at the same time (up to
+        max_processes, cancel, sandbox, on_output(stream, chunk) hearing output as it comes).
+        Runs of other branches go at the same time (up to
         `ws.max_runs`), this branch's in turn; lints are served meanwhile. An interrupt in the
         caller, setting the `cancel` event (from any thread), drop() or closing the workspace
         kills the run and all its processes, or takes it out of the queue (then `cancelled`
