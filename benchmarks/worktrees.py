@@ -49,7 +49,7 @@ import attrs
 import shadowkernel as sk
 from shadowkernel.evals import pypi
 from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
-from shadowkernel.lsp.specs import resolve_specs
+from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.sched import percentile
 
 PROJECT = "more-itertools==11.2.1"
