@@ -24,7 +24,7 @@ from ..errors import ServerError
 from ..paths import RelPath
 from .codec import structure, structure_params, unstructure
 from .diagnostics import Publications
-from .documents import Encoding, TextIndex, path_to_uri
+from .documents import Encoding, TextIndex, path_to_uri, text_change
 from .jsonrpc import Endpoint
 from .languages import language_id
 from .specs import ServerSpec
@@ -272,18 +272,29 @@ class LanguageClient:
     async def _send(self, path: RelPath, text: str, opened: bool) -> None:
         version = self._next_version(path)
         mark = self.publications.unversioned(self.uri(path))
+        previous = self.documents.get(path)
         self.documents[path] = OpenDocument(text, version, self.encoding, mark)
         if not opened:
             languages = self.spec.language_ids
             item = {"uri": self.uri(path), "languageId": language_id(path, languages),
                     "version": version, "text": text}  # fmt: skip
             await self.endpoint.notify("textDocument/didOpen", {"textDocument": item})
-        else:
-            # Full text: valid whatever sync kind the server asked for, and never drifts.
-            await self.endpoint.notify("textDocument/didChange", {
-                "textDocument": {"uri": self.uri(path), "version": version},
-                "contentChanges": [{"text": text}], **self.spec.did_change,
-            })  # fmt: skip
+            return
+        change = None
+        if previous is not None and self._incremental:
+            change = text_change(previous.text, text, self.encoding)
+        await self.endpoint.notify("textDocument/didChange", {
+            "textDocument": {"uri": self.uri(path), "version": version},
+            "contentChanges": [change or {"text": text}], **self.spec.did_change,
+        })  # fmt: skip
+
+    @property
+    def _incremental(self) -> bool:
+        """The server takes ranged changes; else every change carries the full text (valid
+        whatever sync kind the server asked for)."""
+        sync = self.capabilities.text_document_sync
+        kind = sync.change if isinstance(sync, lsp.TextDocumentSyncOptions) else sync
+        return kind == lsp.TextDocumentSyncKind.Incremental
 
     async def close(self, path: RelPath) -> None:
         if self.documents.pop(path, None) is not None:
