@@ -147,7 +147,7 @@ def lint_table(
         "branch": _objects([branch] * n) if branch is None else _text([branch] * n),
         "version": _objects([None] * n) if version is None else np.full(n, version, np.int64),
         **{name: _text([getattr(lint, name) for lint in rows]) for name in _TEXT},
-        **{name: np.fromiter((getattr(lint, name) for lint in rows), np.int64, n) for name in _INTS},
+        **{name: np.fromiter((getattr(r, name) for r in rows), np.int64, n) for name in _INTS},
         "new": _booleans([flag for _, flag in ordered], given=new_flags is not None),
         "fixes": _objects([lint.fixes for lint in rows]),
     }
