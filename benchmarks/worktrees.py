@@ -255,8 +255,12 @@ def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int 
     if side == "worktrees":
         asyncio.run(worktrees_side(root, server, n, edits, agents))
     else:
-        options = {} if lanes is None else {"lanes": lanes}
-        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:  # type: ignore[arg-type]
+        # A fresh durable store per case (still durable): branches of an earlier case stay
+        # out, and nothing is left behind in the user's state directory.
+        options: dict[str, Any] = {"state": tempfile.mkdtemp(prefix="state-", dir=root.parent)}
+        if lanes is not None:
+            options["lanes"] = lanes
+        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
             opened = pss(os.getpid())
             cost = asyncio.run(shadow_side(ws, n, edits, agents))
             own = pss(os.getpid())
