@@ -1,7 +1,8 @@
 """One language server process and the LSP conversation with it.
 
 The client keeps the server's open documents (with versions that only grow, also across a
-close and reopen, so a late publish for an old text can never pass for a new one), answers
+close and reopen, so a late publish for an old text can never pass for a new one; a change is
+sent as one ranged edit to servers that sync incrementally, the full text to others), answers
 every request the server sends, and offers `diagnostics(path)` that returns only when the
 diagnostics are final for the text just sent: how, its spec's `DiagnosticsMode` decides
 (diagnostics.py). It knows no server by name.
