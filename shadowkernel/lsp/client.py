@@ -86,13 +86,22 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 
 
 class OpenDocument:
-    __slots__ = ("text", "version", "index", "unversioned")
+    __slots__ = ("text", "version", "encoding", "unversioned", "_index")
 
     def __init__(self, text: str, version: int, encoding: Encoding, unversioned: int) -> None:
         self.text = text
         self.version = version
-        self.index = TextIndex(text, encoding)
+        self.encoding = encoding
         self.unversioned = unversioned  # the server's unversioned publishes when it was sent
+        self._index: TextIndex | None = None
+
+    @property
+    def index(self) -> TextIndex:
+        """The text split into lines, on first use: a document synced on a switch but not
+        asked about (another staged file) is never split."""
+        if self._index is None:
+            self._index = TextIndex(self.text, self.encoding)
+        return self._index
 
 
 class LanguageClient:
