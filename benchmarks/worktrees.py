@@ -26,6 +26,7 @@ never asserts.
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
+        [--memory-state]
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import attrs
 import shadowkernel as sk
 from shadowkernel.evals import pypi
 from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
-from shadowkernel.lsp.specs import resolve_specs
+from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.sched import percentile
 
 PROJECT = "more-itertools==11.2.1"
@@ -246,7 +247,9 @@ def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edit
             "new_column_share": cost / served if served else 0.0}  # fmt: skip
 
 
-def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int | None) -> dict:
+def run_side(
+    side: str, root: Path, server: str, n: int, edits: int, lanes: int | None, durable: bool
+) -> dict:
     """One side of one case, in this process (the child)."""
     memory = Memory()
     began = time.perf_counter()
@@ -255,12 +258,17 @@ def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int 
     if side == "worktrees":
         asyncio.run(worktrees_side(root, server, n, edits, agents))
     else:
-        options = {} if lanes is None else {"lanes": lanes}
-        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:  # type: ignore[arg-type]
+        # A fresh durable store per case: branches of an earlier case stay out, and nothing
+        # is left behind in the user's state directory.
+        state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
+        options: dict[str, Any] = {"state": state}
+        if lanes is not None:
+            options["lanes"] = lanes
+        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
             opened = pss(os.getpid())
             cost = asyncio.run(shadow_side(ws, n, edits, agents))
             own = pss(os.getpid())
-            extra = {"lanes": len(ws.shadows), "own_pss_mb": own / 2**20,
+            extra = {"lanes": len(ws.shadows), "durable": durable, "own_pss_mb": own / 2**20,
                      "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began
@@ -278,9 +286,13 @@ def run_side(side: str, root: Path, server: str, n: int, edits: int, lanes: int 
 # -- the parent: cases, both sides alternating ---------------------------------------------------
 
 
-def child(side: str, root: Path, server: str, n: int, edits: int, lanes: int | None) -> dict:
+def child(
+    side: str, root: Path, server: str, n: int, edits: int, lanes: int | None, durable: bool
+) -> dict:
     command = [sys.executable, __file__, "--side", side, "--root", str(root), "--server", server,
                "--n", str(n), "--edits", str(edits)]  # fmt: skip
+    if not durable:
+        command.append("--memory-state")
     if lanes is not None:
         command += ["--lanes", str(lanes)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
@@ -335,6 +347,9 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=None, help="edits per agent (default 5)")
     parser.add_argument("--lanes", type=int, default=None, help="shadowkernel lanes (default: "
                         "the workspace's own choice)")  # fmt: skip
+    parser.add_argument("--memory-state", action="store_true", help="shadowkernel keeps "
+                        "branches in memory only (state=None; default: durable, as a "
+                        "Workspace opens by default, each staging synced to disk)")  # fmt: skip
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", help=argparse.SUPPRESS)
@@ -342,7 +357,9 @@ def main() -> None:
     args = parser.parse_args()
     edits = args.edits or (3 if args.quick else 5)
     if args.side:  # a child: one side of one case
-        print(json.dumps(run_side(args.side, args.root, args.server, args.n, edits, args.lanes)))
+        durable = not args.memory_state
+        print(json.dumps(run_side(args.side, args.root, args.server, args.n, edits, args.lanes,
+                                  durable)))  # fmt: skip
         return
     installed = available_servers()
     load_before = os.getloadavg()
@@ -360,11 +377,13 @@ def main() -> None:
                 order = ("shadowkernel",)
             for side in order:
                 steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
-                rows.append(child(side, root, server, int(n), steps, args.lanes))
+                rows.append(child(side, root, server, int(n), steps, args.lanes,
+                                  not args.memory_state))  # fmt: skip
                 print(f"{case} {side}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     print(
         f"{args.project}, {FILE}; {edits} edits per agent; load average "
-        f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
+        f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores; "
+        f"shadowkernel's branches {'in memory' if args.memory_state else 'durable'}"
     )
     print(table(rows))
     found = ratios(rows)
@@ -385,6 +404,7 @@ def main() -> None:
               "version edited near both ends")  # fmt: skip
     print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": FILE,
                       "edits": edits, "load_before": load_before[0],
+                      "durable": not args.memory_state,
                       "load_after": os.getloadavg()[0], "cases": rows,
                       "ratios": found}))  # fmt: skip
 

@@ -1,7 +1,8 @@
 """One language server process and the LSP conversation with it.
 
 The client keeps the server's open documents (with versions that only grow, also across a
-close and reopen, so a late publish for an old text can never pass for a new one), answers
+close and reopen, so a late publish for an old text can never pass for a new one; a change is
+sent as one ranged edit to servers that sync incrementally, the full text to others), answers
 every request the server sends, and offers `diagnostics(path)` that returns only when the
 diagnostics are final for the text just sent: how, its spec's `DiagnosticsMode` decides
 (diagnostics.py). It knows no server by name.
@@ -24,7 +25,7 @@ from ..errors import ServerError
 from ..paths import RelPath
 from .codec import structure, structure_params, unstructure
 from .diagnostics import Publications
-from .documents import Encoding, TextIndex, path_to_uri
+from .documents import Encoding, TextIndex, path_to_uri, text_change
 from .jsonrpc import Endpoint
 from .languages import language_id
 from .specs import ServerSpec
@@ -85,13 +86,22 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 
 
 class OpenDocument:
-    __slots__ = ("text", "version", "index", "unversioned")
+    __slots__ = ("text", "version", "encoding", "unversioned", "_index")
 
     def __init__(self, text: str, version: int, encoding: Encoding, unversioned: int) -> None:
         self.text = text
         self.version = version
-        self.index = TextIndex(text, encoding)
+        self.encoding = encoding
         self.unversioned = unversioned  # the server's unversioned publishes when it was sent
+        self._index: TextIndex | None = None
+
+    @property
+    def index(self) -> TextIndex:
+        """The text split into lines, on first use: a document synced on a switch but not
+        asked about (another staged file) is never split."""
+        if self._index is None:
+            self._index = TextIndex(self.text, self.encoding)
+        return self._index
 
 
 class LanguageClient:
@@ -272,18 +282,29 @@ class LanguageClient:
     async def _send(self, path: RelPath, text: str, opened: bool) -> None:
         version = self._next_version(path)
         mark = self.publications.unversioned(self.uri(path))
+        previous = self.documents.get(path)
         self.documents[path] = OpenDocument(text, version, self.encoding, mark)
         if not opened:
             languages = self.spec.language_ids
             item = {"uri": self.uri(path), "languageId": language_id(path, languages),
                     "version": version, "text": text}  # fmt: skip
             await self.endpoint.notify("textDocument/didOpen", {"textDocument": item})
-        else:
-            # Full text: valid whatever sync kind the server asked for, and never drifts.
-            await self.endpoint.notify("textDocument/didChange", {
-                "textDocument": {"uri": self.uri(path), "version": version},
-                "contentChanges": [{"text": text}], **self.spec.did_change,
-            })  # fmt: skip
+            return
+        change = None
+        if previous is not None and self._incremental:
+            change = text_change(previous.text, text, self.encoding)
+        await self.endpoint.notify("textDocument/didChange", {
+            "textDocument": {"uri": self.uri(path), "version": version},
+            "contentChanges": [change or {"text": text}], **self.spec.did_change,
+        })  # fmt: skip
+
+    @property
+    def _incremental(self) -> bool:
+        """The server takes ranged changes; else every change carries the full text (valid
+        whatever sync kind the server asked for)."""
+        sync = self.capabilities.text_document_sync
+        kind = sync.change if isinstance(sync, lsp.TextDocumentSyncOptions) else sync
+        return kind == lsp.TextDocumentSyncKind.Incremental
 
     async def close(self, path: RelPath) -> None:
         if self.documents.pop(path, None) is not None:

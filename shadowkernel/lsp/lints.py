@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from lsprotocol import types as lsp
 
@@ -139,19 +140,41 @@ def lint_table(
     flags: Sequence[bool | None] = new_flags if new_flags is not None else [None] * len(lints)
     ordered = sorted(zip(lints, flags, strict=True), key=lambda lf: sort_key(lf[0]))
     rows = [lint for lint, _ in ordered]
-    # Typed columns built once: a table per lint answer is on the agents' hot path.
+    n = len(rows)
+    # Columns built as typed arrays and handed over without copies or inference: a table per
+    # lint answer is on the agents' hot path (pandas' inference was most of its cost).
     columns: dict[str, object] = {
-        "branch": [branch] * len(rows),
-        "version": [version] * len(rows),
-        **{name: [getattr(lint, name) for lint in rows] for name in _TEXT},
-        **{name: pd.array([getattr(lint, name) for lint in rows], dtype="int64") for name in _INTS},
-        "new": pd.array([flag for _, flag in ordered], dtype="boolean"),
-        "fixes": [lint.fixes for lint in rows],
+        "branch": _objects([branch] * n) if branch is None else _text([branch] * n),
+        "version": _objects([None] * n) if version is None else np.full(n, version, np.int64),
+        **{name: _text([getattr(lint, name) for lint in rows]) for name in _TEXT},
+        **{name: np.fromiter((getattr(r, name) for r in rows), np.int64, n) for name in _INTS},
+        "new": _booleans([flag for _, flag in ordered], given=new_flags is not None),
+        "fixes": _objects([lint.fixes for lint in rows]),
     }
-    frame = pd.DataFrame(columns, columns=list(COLUMNS))
+    frame = pd.DataFrame(columns, columns=list(COLUMNS), copy=False)
     if not rows:  # nothing to infer from: the object columns an empty table always had
         frame = frame.astype({name: object for name in (*_TEXT, "branch", "version", "fixes")})
     return frame
+
+
+def _objects(values: list[object]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+# What pandas makes of a column of str (a StringDtype in pandas 3, object before).
+_TEXT_DTYPE = pd.Series(["text"]).dtype
+
+
+def _text(values: list[object]) -> object:
+    array = _objects(values)
+    return pd.array(array, dtype=_TEXT_DTYPE) if isinstance(_TEXT_DTYPE, pd.StringDtype) else array
+
+
+def _booleans(flags: list[bool | None], given: bool) -> pd.arrays.BooleanArray:
+    values = np.array([bool(f) for f in flags], dtype=bool)
+    return pd.arrays.BooleanArray(values, np.full(len(flags), not given))
 
 
 _INTS = ("line", "column", "end_line", "end_column")

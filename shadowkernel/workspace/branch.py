@@ -227,9 +227,6 @@ class Branch:
     def _snapshot(self, version: Version) -> Snapshot:
         return version_snapshot(self._uid, version)
 
-    def _base_snapshot(self) -> Snapshot:
-        return base_snapshot(self.state.bases, self.state.modes, self.workspace.base_blob)
-
     def _base_bytes(self, path: RelPath) -> bytes | None:
         try:
             return self.state.base_bytes(path, self.workspace.folder)
@@ -280,8 +277,8 @@ class Branch:
         with self.state.lock:
             self._check_open()
             version = self.state.head
-            snapshot, base = self._snapshot(version), self._base_snapshot()
-            bases = dict(self.state.bases)
+            snapshot = self._snapshot(version)
+            bases, modes = dict(self.state.bases), dict(self.state.modes)
         targets = self._lint_targets(version, paths)
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
         maps = await _line_maps(self.workspace.line_maps, version, bases, targets)
@@ -296,8 +293,8 @@ class Branch:
                 if p not in bases or bases[p] is not None  # files the base has
             }
             missing = cache.missing(keys)
-            if missing:
-                await lane.show(base)
+            if missing:  # the base's snapshot hashes every base file: only when needed
+                await lane.show(base_snapshot(bases, modes, self.workspace.base_blob))
                 found = await lane.pool.lint(missing, servers, fixes=False)
                 cache.store({p: keys[p] for p in missing}, found)
             await lane.show(snapshot)
@@ -309,6 +306,7 @@ class Branch:
         submitted = self.workspace.submit(self, version.number, "lint", "lint", job)
         lints, flags, number = await submitted
         if checker_names:  # disk-bound checkers: sandboxed runs at this version and its base
+            base = base_snapshot(bases, modes, self.workspace.base_blob)
             views, touched = (snapshot.manifest, base.manifest), (version.files, bases)
             found = await checkers.rows(self, number, views, touched, targets, checker_names)
             lints, flags = lints + found[0], flags + found[1]
