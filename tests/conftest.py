@@ -11,10 +11,15 @@ from overlay_helpers import FALLBACK_CHILD, HAS_FUSE, make_project
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """In the fallback child, skip what documents mode does differently on purpose
-    (`unless="namespaces"`: only where no private namespace can be made)."""
+    (`unless="namespaces"`: only where no private namespace can be made). Under xdist
+    (`--dist loadgroup`, see pyproject.toml) a file's tests stay on one worker, so its module
+    fixtures (servers, kernels, mounts) start once: each file is its own group unless it names
+    one with `pytest.mark.xdist_group` (files sharing a machine-wide resource)."""
     from shadowkernel.run.capabilities import probe
 
     for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         mark = item.get_closest_marker("fallback")
         spared = mark and mark.kwargs.get("unless") == "namespaces" and probe().namespaces is None
         if FALLBACK_CHILD and mark and not spared:

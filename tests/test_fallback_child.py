@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import FUSE_REASON, snapshot
+from run_helpers import add_user
 
 from shadowkernel.paths import is_within
 
@@ -62,12 +63,8 @@ def child_user() -> tuple[int, int] | None:
     """(uid, gid) of the normal user the child runs as; None: we are one already."""
     if os.geteuid() != 0:
         return None
-    try:
-        entry = pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                        USER], check=True)  # fmt: skip
-        entry = pwd.getpwnam(USER)
+    add_user(USER, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin")
+    entry = pwd.getpwnam(USER)
     return entry.pw_uid, entry.pw_gid
 
 
