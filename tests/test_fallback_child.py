@@ -177,7 +177,9 @@ def test_the_child_really_has_no_fuse_and_no_mount_rights(child_tmp: Path) -> No
     assert done.stdout.split() == ["False", "True", "1"], done.stderr
 
 
-@pytest.mark.parametrize("variant", ["locked", "userns", "nocap"])
+@pytest.mark.parametrize("variant", [  # each child on a worker of its own (xdist): minutes each
+    pytest.param(variant, marks=pytest.mark.xdist_group(f"fallback-child-{variant}"))
+    for variant in ["locked", "userns", "nocap"]])  # fmt: skip
 def test_workspace_run_and_kernel_tests_pass_in_fallback_mode(
     variant: str, child_tmp: Path
 ) -> None:
