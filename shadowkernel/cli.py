@@ -61,7 +61,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     from .workspace import Workspace
 
-    with Workspace(args.source, servers=args.server or ["ruff"]) as ws:
+    # A throwaway branch: kept in memory only, so the next call starts afresh.
+    with Workspace(args.source, servers=args.server or ["ruff"], state=None) as ws:
         branch = _stage(ws.branch("cli"), args)
         table = branch.lint(paths=args.path or None, new_only=args.new_only)
     if args.json:
@@ -89,7 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         print("shadowkernel run: give the command after '--'", file=sys.stderr)
         return 2
-    with Workspace(args.source, servers=[]) as ws:
+    with Workspace(args.source, servers=[], state=None) as ws:
         branch = _stage(ws.branch("cli"), args)
         result = branch.run(command, timeout=args.timeout, network=args.net,
                             sandbox=not args.no_sandbox)  # fmt: skip

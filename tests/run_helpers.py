@@ -9,8 +9,10 @@ PIDs inside the run's PID namespace mean nothing out here); the sandbox's own pr
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
+import subprocess
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -108,3 +110,13 @@ class Gate:
         self._thread.join()
         self.open()
         self.server.close()
+
+
+def add_user(name: str, *options: str) -> None:
+    """`useradd` the user unless it exists. Two test files make users and may run at once
+    (xdist): useradd fails rather than waits while another holds /etc/passwd's lock, so they
+    take turns on a lock file of their own."""
+    with open("/tmp/shadowkernel-tests-useradd.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if subprocess.run(["id", name], capture_output=True).returncode != 0:
+            subprocess.run(["useradd", *options, name], check=True)

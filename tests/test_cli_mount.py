@@ -93,6 +93,7 @@ def mount_once(python: str, project: Path, mnt: Path, env: dict[str, str]) -> st
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # compiles pyfuse3 beside the other workers: past the default 300 s
 @needs_fuse
 @pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv for a throwaway environment")
 def test_setup_fuse_moves_a_fresh_environment_to_the_fast_path(project: Path, tmp_path: Path):

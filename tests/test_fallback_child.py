@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import FUSE_REASON, snapshot
+from run_helpers import add_user
 
 from shadowkernel.paths import is_within
 
@@ -62,12 +63,8 @@ def child_user() -> tuple[int, int] | None:
     """(uid, gid) of the normal user the child runs as; None: we are one already."""
     if os.geteuid() != 0:
         return None
-    try:
-        entry = pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                        USER], check=True)  # fmt: skip
-        entry = pwd.getpwnam(USER)
+    add_user(USER, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin")
+    entry = pwd.getpwnam(USER)
     return entry.pw_uid, entry.pw_gid
 
 
@@ -180,7 +177,9 @@ def test_the_child_really_has_no_fuse_and_no_mount_rights(child_tmp: Path) -> No
     assert done.stdout.split() == ["False", "True", "1"], done.stderr
 
 
-@pytest.mark.parametrize("variant", ["locked", "userns", "nocap"])
+@pytest.mark.parametrize("variant", [  # each child on a worker of its own (xdist): minutes each
+    pytest.param(variant, marks=pytest.mark.xdist_group(f"fallback-child-{variant}"))
+    for variant in ["locked", "userns", "nocap"]])  # fmt: skip
 def test_workspace_run_and_kernel_tests_pass_in_fallback_mode(
     variant: str, child_tmp: Path
 ) -> None:

@@ -114,7 +114,7 @@ def test_lab_command_starts_quiet_without_writing_the_users_config(tmp_path: Pat
     try:
         url = wait_for(lambda: re.search(r"http://\S+/lab\?token=\w+", log.read_text()), 60,
                        "the URL shadowkernel lab prints").group(0)  # fmt: skip
-        page = wait_for(lambda: _get(url), 60, "JupyterLab to answer")
+        page = wait_for(lambda: _get(url), 180, "JupyterLab to answer")
     finally:
         process.send_signal(signal.SIGINT)  # as Ctrl-C: it stops its JupyterLab child too
         process.wait(timeout=30)

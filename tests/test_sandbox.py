@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import make_project, needs_fuse, needs_root, snapshot
+from run_helpers import add_user
 from test_run import marked
 from waiting import wait_for
 
@@ -360,8 +361,7 @@ def user_code(base: Path) -> Path:
 
 
 def ensure_user() -> Path:
-    if subprocess.run(["id", USER], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", USER], check=True)
+    add_user(USER, "--create-home", "--shell", "/bin/bash")
     home = Path(pwd.getpwnam(USER).pw_dir)
     if not (home / ".bashrc").exists():
         (home / ".bashrc").write_text("# probe home\n")

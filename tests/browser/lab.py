@@ -121,7 +121,7 @@ def _wait_until_up(
 
 
 @contextmanager
-def running_lab(root: Path, private: Path, timeout: float = 60) -> Iterator[Lab]:
+def running_lab(root: Path, private: Path, timeout: float = 180) -> Iterator[Lab]:
     """JupyterLab serving `root`, with its own state under `private`."""
     port, token = _free_port(), secrets.token_hex(16)
     settings = private / "settings"
