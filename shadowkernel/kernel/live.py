@@ -91,7 +91,7 @@ class Feed:
         self._comms: list[Any] = []
         self._sent = 0
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._pushing = False  # a pusher thread runs; set and cleared under the lock
 
     def bundle(self, timeline: Timeline) -> dict[str, Any]:
         """The display bundle of `timeline` naming this feed (and where it stands)."""
@@ -112,12 +112,16 @@ class Feed:
         with self._lock:
             if self.workspace.closed:
                 self._send_all({"type": "closed"})
+                self._pushing = False
                 return False
             events = self.workspace.events()
             if len(events) > self._sent:
                 self._send_all(delta(events, self._sent))
                 self._sent = len(events)
-            return bool(self._comms)
+            # Decided under the lock, so a subscriber that comes meanwhile starts a new pusher
+            # (before, one that came as the last pusher was ending was never pushed to).
+            self._pushing = bool(self._comms)
+            return self._pushing
 
     def _send_all(self, message: dict[str, Any]) -> None:
         for comm in list(self._comms):
@@ -137,10 +141,11 @@ class Feed:
                 self._comms.remove(comm)
 
     def _start(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, daemon=True,
-                                            name="shadowkernel-feed")  # fmt: skip
-            self._thread.start()
+        with self._lock:
+            if self._pushing:
+                return
+            self._pushing = True
+        threading.Thread(target=self._run, daemon=True, name="shadowkernel-feed").start()
 
     def _run(self) -> None:
         while self.push():
