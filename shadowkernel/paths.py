@@ -12,8 +12,6 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NewType
 
-import pathspec
-
 from .errors import PathError
 
 RelPath = NewType("RelPath", str)
@@ -93,6 +91,8 @@ class Protection:
 
     def __init__(self, globs: Sequence[str] = ()) -> None:
         self.globs = tuple(globs)
+        import pathspec  # here: the bare folder proxy (`shadowkernel mount`) needs none of it
+
         self._spec = pathspec.GitIgnoreSpec.from_lines(self.globs)
 
     def reason(self, path: RelPath) -> str | None:

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from .result import Capture
 
@@ -72,7 +72,7 @@ def run_process(
                 limit.set()
         return cancel.is_set() or limit.is_set()
 
-    def add(pipe: object, chunk: bytes) -> None:
+    def add(pipe: IO[bytes] | None, chunk: bytes) -> None:
         captures[pipe].add(chunk)
         for listener in hook:
             try:
