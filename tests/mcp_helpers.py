@@ -108,3 +108,17 @@ def http_server(src: Path, token_file: Path, *options: str) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# The small project the MCP tests serve: a module with an unused import, and a caller of it.
+MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
+USE = "from pkg.mod import add\n\nprint(add(2, 3))\n"
+
+
+def make_src(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/__init__.py").write_text("")
+    (root / "pkg/mod.py").write_text(MOD)
+    (root / "pkg/use.py").write_text(USE)
+    return root

@@ -15,24 +15,17 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio
+from mcp_helpers import MOD, USE, Agent, http_client, http_server, make_src, over_http, over_stdio
 from overlay_helpers import needs_fuse, snapshot
 
 from shadowkernel.mcp import TOOL_NAMES
 
 pytestmark = [needs_fuse, pytest.mark.timeout(240)]
 
-MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
-USE = "from pkg.mod import add\n\nprint(add(2, 3))\n"
-
 
 @pytest.fixture
 def src(tmp_path: Path) -> Path:
-    root = tmp_path / "src"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg/__init__.py").write_text("")
-    (root / "pkg/mod.py").write_text(MOD)
-    (root / "pkg/use.py").write_text(USE)
+    root = make_src(tmp_path)
     (root / ".gitignore").write_text("*.log\n")
     return root
 

@@ -20,7 +20,7 @@ import psutil
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
-from mcp_helpers import COMMAND, ENV, http_server
+from mcp_helpers import COMMAND, ENV, MOD, http_server, make_src
 from overlay_helpers import needs_fuse, snapshot
 from waiting import wait_until
 
@@ -33,18 +33,10 @@ INSPECTOR = Path(sys.prefix) / "node-inspector/node_modules/.bin/mcp-inspector"
 needs_inspector = pytest.mark.skipif(not INSPECTOR.exists(),
                                      reason="the MCP Inspector: run .ci/setup")  # fmt: skip
 
-MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
-USE = "from pkg.mod import add\n\nprint(add(2, 3))\n"
-
 
 @pytest.fixture
 def src(tmp_path: Path) -> Path:
-    root = tmp_path / "src"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg/__init__.py").write_text("")
-    (root / "pkg/mod.py").write_text(MOD)
-    (root / "pkg/use.py").write_text(USE)
-    return root
+    return make_src(tmp_path)
 
 
 def stdio(src: Path, *options: str) -> StdioTransport:

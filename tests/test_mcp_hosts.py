@@ -19,7 +19,16 @@ from pathlib import Path
 import anyio
 import psutil
 import pytest
-from mcp_helpers import Agent, http_client, http_server, over_http, over_stdio, text
+from mcp_helpers import (
+    MOD,
+    Agent,
+    http_client,
+    http_server,
+    make_src,
+    over_http,
+    over_stdio,
+    text,
+)
 from overlay_helpers import needs_fuse, snapshot
 from waiting import wait_for, wait_until
 
@@ -28,18 +37,10 @@ from shadowkernel.mcp.transports import REQUEST_LIMIT
 
 pytestmark = [needs_fuse, pytest.mark.timeout(240)]
 
-MOD = "import os\n\n\ndef add(a, b):\n    return a + b\n"
-USE = "from pkg.mod import add\n\nprint(add(2, 3))\n"
-
 
 @pytest.fixture
 def src(tmp_path: Path) -> Path:
-    root = tmp_path / "src"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg/__init__.py").write_text("")
-    (root / "pkg/mod.py").write_text(MOD)
-    (root / "pkg/use.py").write_text(USE)
-    return root
+    return make_src(tmp_path)
 
 
 def sleeping(marker: str) -> list[psutil.Process]:
