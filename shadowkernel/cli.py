@@ -49,10 +49,10 @@ def cmd_mount(args: argparse.Namespace) -> int:
 def cmd_setup_fuse(args: argparse.Namespace) -> int:
     from .overlay import fastpath
 
-    if fastpath.is_patched() and not args.force:
+    if fastpath.is_patched() and fastpath.cached_wheel() and not args.force:
         print("pyfuse3 is already the patched build: the shadow runs on the fast path")
         return 0
-    fastpath.build(say=lambda line: print(f"setup-fuse: {line}", flush=True))
+    fastpath.build(say=lambda line: print(f"setup-fuse: {line}", flush=True), rebuild=args.force)
     return 0
 
 
@@ -231,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     setup_fuse = sub.add_parser(
         "setup-fuse", help="build the fast (patched) pyfuse3 into this environment (~1 minute)"
     )
-    setup_fuse.add_argument("--force", action="store_true", help="rebuild even if it is there")
+    setup_fuse.add_argument("--force", action="store_true",
+                            help="build anew even if a build is installed or cached")
     setup_fuse.set_defaults(run=cmd_setup_fuse)
 
     lint = sub.add_parser("lint", help="lint SRC with files staged on a throwaway branch")

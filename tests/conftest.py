@@ -12,13 +12,13 @@ from overlay_helpers import FALLBACK_CHILD, HAS_FUSE, make_project
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """In the fallback child, skip what documents mode does differently on purpose
     (`unless="namespaces"`: only where no private namespace can be made). Under xdist
-    (`--dist loadgroup`, see pyproject.toml) a file's tests stay on one worker, so its module
-    fixtures (servers, kernels, mounts) start once: each file is its own group unless it names
-    one with `pytest.mark.xdist_group`. Groups holding a slow test go first (each group keeps
-    its order), so the longest ones do not start last and hold up the end of the run."""
+    (`--dist loadscope`, see pyproject.toml) a file's tests stay on one worker, so its module
+    fixtures (servers, kernels, mounts) start once; a test class is a scope of its own, for
+    tests that should each have a worker. Files holding a slow test go first (each keeps its
+    order), so the longest ones do not start last and hold up the end of the run."""
     from shadowkernel.run.capabilities import probe
 
-    _group_by_file(items)
+    _slow_files_first(items)
     for item in items:
         mark = item.get_closest_marker("fallback")
         spared = mark and mark.kwargs.get("unless") == "namespaces" and probe().namespaces is None
@@ -26,15 +26,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=f"fallback differs: {mark.args[0]}"))
 
 
-def _group_by_file(items: list[pytest.Item]) -> None:
-    group = {}
-    for item in items:
-        mark = item.get_closest_marker("xdist_group")
-        group[item] = mark.args[0] if mark else item.nodeid.split("::")[0]
-        if not mark:
-            item.add_marker(pytest.mark.xdist_group(group[item]))
-    slow = {group[item] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: group[item] not in slow)
+def _slow_files_first(items: list[pytest.Item]) -> None:
+    def file(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow = {file(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: file(item) not in slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:

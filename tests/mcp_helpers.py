@@ -20,7 +20,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 COMMAND = [sys.executable, "-m", "shadowkernel.cli", "mcp"]
-ENV = {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}  # the SDK passes a minimal environment
+# The SDK passes a minimal environment: a checkout under test reaches the server through this.
+# Only when set: the Inspector refuses `-e PYTHONPATH=` (CI runs from the editable install).
+ENV = {k: v for k in ("PYTHONPATH",) if (v := os.environ.get(k))}
 
 
 class Agent:

@@ -93,13 +93,14 @@ def mount_once(python: str, project: Path, mnt: Path, env: dict[str, str]) -> st
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # compiles pyfuse3 beside the other workers: past the default 300 s
+@pytest.mark.timeout(900)  # compiles pyfuse3 beside the other workers when none is cached
 @needs_fuse
 @pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv for a throwaway environment")
 def test_setup_fuse_moves_a_fresh_environment_to_the_fast_path(project: Path, tmp_path: Path):
     """As a pip user: stock pyfuse3, and `shadowkernel mount` says it runs on the slow path;
-    `shadowkernel setup-fuse` builds the patched pyfuse3 for real (about a minute) in an
-    environment without pip (uv's), and the next mount says nothing."""
+    `shadowkernel setup-fuse` installs the patched pyfuse3 in an environment without pip
+    (uv's), and the next mount says nothing. The build is the one `.ci/setup` made and cached
+    (the same command): built for real if the cache is empty, reused otherwise."""
     import shadowkernel
 
     venv = tmp_path / "venv"

@@ -177,12 +177,7 @@ def test_the_child_really_has_no_fuse_and_no_mount_rights(child_tmp: Path) -> No
     assert done.stdout.split() == ["False", "True", "1"], done.stderr
 
 
-@pytest.mark.parametrize("variant", [  # each child on a worker of its own (xdist): minutes each
-    pytest.param(variant, marks=pytest.mark.xdist_group(f"fallback-child-{variant}"))
-    for variant in ["locked", "userns", "nocap"]])  # fmt: skip
-def test_workspace_run_and_kernel_tests_pass_in_fallback_mode(
-    variant: str, child_tmp: Path
-) -> None:
+def check_the_suite_passes_in(variant: str, child_tmp: Path) -> None:
     if variant == "nocap" and os.geteuid() != 0:
         pytest.skip("the nocap child is root without CAP_SYS_ADMIN: needs root to make")
     done = run_child(variant, child_tmp, FILES, "-rs")
@@ -193,6 +188,22 @@ def test_workspace_run_and_kernel_tests_pass_in_fallback_mode(
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skipped) <= 4 and all("fallback differs" in s or "sandbox" in s
                                      for s in skipped), tail  # fmt: skip
+
+
+# Each child takes minutes: a class each, so xdist (--dist loadscope) gives each a worker.
+class TestLockedChild:
+    def test_workspace_run_and_kernel_tests_pass(self, child_tmp: Path) -> None:
+        check_the_suite_passes_in("locked", child_tmp)
+
+
+class TestUsernsChild:
+    def test_workspace_run_and_kernel_tests_pass(self, child_tmp: Path) -> None:
+        check_the_suite_passes_in("userns", child_tmp)
+
+
+class TestNocapChild:
+    def test_workspace_run_and_kernel_tests_pass(self, child_tmp: Path) -> None:
+        check_the_suite_passes_in("nocap", child_tmp)
 
 
 # -- the escape battery against Landlock, in the locked child ---------------------------------

@@ -57,7 +57,7 @@ def test_jupyterlab_lists_the_extension_as_compatible() -> None:
     jupyter = Path(sys.executable).with_name("jupyter")
     listing = subprocess.run([str(jupyter), "labextension", "list", "--verbose"],
                              capture_output=True, text=True, timeout=120)  # fmt: skip
-    output = listing.stdout + listing.stderr
+    output = re.sub(r"\x1b\[[0-9;]*m", "", listing.stdout + listing.stderr)  # colours, if any
     line = next((x for x in output.splitlines() if "shadowkernel-timeline" in x), "")
     assert re.search(r"enabled\s+.*OK", line), f"not listed as enabled and OK:\n{output}"
     assert "not compatible" not in output, output

@@ -7,13 +7,16 @@ does for the project's own environment: download pyfuse3's sdist, patch it, and 
 over the stock build. It needs a C toolchain and the FUSE headers; `missing()` names the
 Debian packages that provide what is absent, so the error says what to install.
 
-The download and the install go through pip when the environment has it, else through uv
-(environments made by `uv venv` have no pip). `warn_slow` is what `Shadow` (so `Workspace`
+The build is a wheel kept in the user's cache (`wheel_cache`, keyed by the interpreter and
+the patch), so the next environment on the machine installs it in seconds instead of
+compiling again. The download and the install go through pip when the environment has it,
+else through uv (environments made by `uv venv` have no pip). `warn_slow` is what `Shadow` (so `Workspace`
 and `shadowkernel mount`) says, once per process, when its overlay runs on stock pyfuse3.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -85,25 +88,58 @@ def _has_fuse3_headers() -> bool:
     return subprocess.run(["pkg-config", "--exists", "fuse3"]).returncode == 0
 
 
-def build(python: str = sys.executable, say: Callable[[str], None] = print) -> None:
-    """Build the patched pyfuse3 into `python`'s environment (about a minute)."""
+def build(python: str = sys.executable, say: Callable[[str], None] = print,
+          rebuild: bool = False) -> None:
+    """Install the patched pyfuse3 into `python`'s environment: the wheel built earlier on this
+    machine, else one built now (about a minute); `rebuild` builds anew either way."""
+    wheel = None if rebuild else cached_wheel(python)
+    if wheel is None:
+        wheel = _build_wheel(python, say)
+    else:
+        say(f"installing the patched build made earlier ({wheel})")
+    _install(python, wheel)
+    check = "import pyfuse3, sys; sys.exit(not hasattr(pyfuse3, 'NO_OPEN_SUPPORT'))"
+    if subprocess.run([python, "-c", check]).returncode != 0:
+        raise OverlayError(f"pyfuse3 was built, but {python} still imports another one")
+    say("done: the shadow now runs on the fast path")
+
+
+def wheel_cache(python: str = sys.executable) -> Path:
+    """Where the patched wheel for `python` is kept: per interpreter and platform, per patch."""
+    code = "import sys, sysconfig; print(sys.implementation.cache_tag, sysconfig.get_platform())"
+    interpreter = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout.split()  # fmt: skip
+    patch = hashlib.sha256(resources.files(__package__).joinpath(PATCH).read_bytes())
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return (Path(home) / "shadowkernel/pyfuse3" / "-".join(interpreter)
+            / f"{PYFUSE3_VERSION}-{patch.hexdigest()[:12]}")  # fmt: skip
+
+
+def cached_wheel(python: str = sys.executable) -> Path | None:
+    return next(iter(sorted(wheel_cache(python).glob("pyfuse3-*.whl"))), None)
+
+
+def _build_wheel(python: str, say: Callable[[str], None]) -> Path:
     absent = missing(python)
     if absent:
         raise OverlayError(
             f"building the fast pyfuse3 needs {', '.join(absent)}; install them "
             f"(Debian/Ubuntu: sudo apt-get install {' '.join(absent)}) and run setup-fuse again"
         )
+    cache = wheel_cache(python)
     with tempfile.TemporaryDirectory(prefix="shadowkernel-pyfuse3-") as work:
         say(f"downloading pyfuse3 {PYFUSE3_VERSION} (source)")
         source = _download(python, Path(work))
         say("patching it: open and release calls can be turned off")
         _patch(source)
-        say("building and installing it (about a minute)")
-        _install(python, source)
-    check = "import pyfuse3, sys; sys.exit(not hasattr(pyfuse3, 'NO_OPEN_SUPPORT'))"
-    if subprocess.run([python, "-c", check]).returncode != 0:
-        raise OverlayError(f"pyfuse3 was built, but {python} still imports another one")
-    say("done: the shadow now runs on the fast path")
+        say("building it (about a minute)")
+        built = Path(work) / "wheel"
+        _wheel(python, source, built)
+        (wheel,) = built.glob("pyfuse3-*.whl")
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in cache.glob("pyfuse3-*.whl"):
+            old.unlink()
+        return Path(shutil.move(wheel, cache / wheel.name))
 
 
 def _download(python: str, work: Path) -> Path:
@@ -127,14 +163,23 @@ def _patch(source: Path) -> None:
     (source / "src/pyfuse3/__init__.c").unlink()  # Cython regenerates it from the patched source
 
 
-def _install(python: str, source: Path) -> None:
+def _wheel(python: str, source: Path, into: Path) -> None:
     env = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": f"{PYFUSE3_VERSION}+noopen"}
-    args = ["-q", "--no-deps", str(source)]
     if _has_pip(python):
-        command = [python, "-m", "pip", "install", "--force-reinstall", *args]
+        command = [python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(into), str(source)]
     else:
-        command = [_uv(python), "pip", "install", "--python", python, "--reinstall", *args]
+        command = [_uv(python), "build", "-q", "--wheel", "--python", python, "-o", str(into),
+                   str(source)]  # fmt: skip
     _run(command, "building pyfuse3", env)
+
+
+def _install(python: str, wheel: Path) -> None:
+    if _has_pip(python):
+        command = [python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall"]
+    else:
+        command = [_uv(python), "pip", "install", "-q", "--no-deps", "--python", python,
+                   "--reinstall"]  # fmt: skip
+    _run([*command, str(wheel)], "installing the patched pyfuse3")
 
 
 def _pip(python: str) -> list[str]:
