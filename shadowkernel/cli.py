@@ -231,8 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     setup_fuse = sub.add_parser(
         "setup-fuse", help="build the fast (patched) pyfuse3 into this environment (~1 minute)"
     )
-    setup_fuse.add_argument("--force", action="store_true",
-                            help="build anew even if a build is installed or cached")
+    setup_fuse.add_argument(
+        "--force", action="store_true", help="build anew even if a build is installed or cached"
+    )
     setup_fuse.set_defaults(run=cmd_setup_fuse)
 
     lint = sub.add_parser("lint", help="lint SRC with files staged on a throwaway branch")

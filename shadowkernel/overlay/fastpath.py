@@ -10,8 +10,9 @@ Debian packages that provide what is absent, so the error says what to install.
 The build is a wheel kept in the user's cache (`wheel_cache`, keyed by the interpreter and
 the patch), so the next environment on the machine installs it in seconds instead of
 compiling again. The download and the install go through pip when the environment has it,
-else through uv (environments made by `uv venv` have no pip). `warn_slow` is what `Shadow` (so `Workspace`
-and `shadowkernel mount`) says, once per process, when its overlay runs on stock pyfuse3.
+else through uv (environments made by `uv venv` have no pip). `warn_slow` is what `Shadow`
+(so `Workspace` and `shadowkernel mount`) says, once per process, when its overlay runs on
+stock pyfuse3.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def _has_fuse3_headers() -> bool:
     return subprocess.run(["pkg-config", "--exists", "fuse3"]).returncode == 0
 
 
-def build(python: str = sys.executable, say: Callable[[str], None] = print,
-          rebuild: bool = False) -> None:
+def build(
+    python: str = sys.executable, say: Callable[[str], None] = print, rebuild: bool = False
+) -> None:
     """Install the patched pyfuse3 into `python`'s environment: the wheel built earlier on this
     machine, else one built now (about a minute); `rebuild` builds anew either way."""
     wheel = None if rebuild else cached_wheel(python)
