@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from overlay_helpers import needs_fuse, snapshot
 
-from shadowkernel.overlay import mounts
+from shadowkernel.overlay import fastpath, mounts
 
 
 def shadowkernel(*args: str) -> list[str]:
@@ -113,8 +113,11 @@ def test_setup_fuse_moves_a_fresh_environment_to_the_fast_path(project: Path, tm
         subprocess.run(install, check=True)
     env = {**os.environ, "PYTHONPATH": str(Path(shadowkernel.__file__).parent.parent)}
     assert "slow path" in mount_once(python, project, tmp_path / "mnt", env)
+    cached = fastpath.cached_wheel(python)
     done = subprocess.run([python, "-m", "shadowkernel.cli", "setup-fuse"], env=env,
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "done: the shadow now runs on the fast path" in done.stdout
+    assert ("made earlier" in done.stdout) == (cached is not None), done.stdout
+    assert fastpath.cached_wheel(python) is not None  # kept for the next environment
     assert "slow path" not in mount_once(python, project, tmp_path / "mnt", env)
