@@ -80,6 +80,13 @@ def ok(k: Kernel, code: str) -> Outcome:
     return outcome
 
 
+def test_an_unknown_feed_is_gone(k: Kernel) -> None:
+    """First in this module: no `%timeline` has run in this kernel yet, as after a restart."""
+    comm = Comm(k, {"feed": "from-a-kernel-that-restarted"})
+    assert comm.wait("gone", lambda m: m["type"] == "gone")
+    wait_for(lambda: comm.poll() is not None and comm.closed, 30, "the comm to close")
+
+
 def lint(k: Kernel, times: int = 1) -> None:
     ok(k, f"for _ in range({times}): ws.branches['alpha'].lint(['main.py'], servers=['ruff'])")
 
@@ -129,12 +136,6 @@ def test_two_views_of_one_workspace_get_the_same_events(k: Kernel) -> None:
     first, second = ([e for m in v.poll() if m["type"] == "events" for e in m["events"]]
                      for v in views)  # fmt: skip
     assert snaps[0]["seq"] == snaps[1]["seq"] and first[:1] == second[:1]
-
-
-def test_an_unknown_feed_is_gone(k: Kernel) -> None:
-    comm = Comm(k, {"feed": "from-a-kernel-that-restarted"})
-    assert comm.wait("gone", lambda m: m["type"] == "gone")
-    wait_for(lambda: comm.poll() is not None and comm.closed, 30, "the comm to close")
 
 
 def test_closing_the_shadow_is_said_on_the_feed(k: Kernel) -> None:

@@ -6,6 +6,7 @@ import atexit
 from typing import Any
 
 from .display import register_formatters
+from .live import register_target
 from .magics import MAGICS
 from .session import Session
 
@@ -26,6 +27,7 @@ def load_ipython_extension(shell: Any) -> None:
     for magics in MAGICS:
         shell.register_magics(magics(shell, session))
     register_formatters(shell)
+    register_target()
     shell.user_ns.setdefault("start_agent", session.start_agent)
 
 

@@ -179,8 +179,8 @@ _registered = False
 
 
 def feed_of(ws: Workspace, interval: float = INTERVAL) -> Feed:
-    """The workspace's feed (one per workspace), registering the comm target on first use."""
-    _register_target()
+    """The workspace's feed (one per workspace)."""
+    register_target()
     for feed in _feeds.values():
         if feed.workspace is ws:
             return feed
@@ -190,7 +190,9 @@ def feed_of(ws: Workspace, interval: float = INTERVAL) -> Feed:
     return feed
 
 
-def _register_target() -> None:
+def register_target() -> None:
+    """Once per kernel, when the extension loads: a view saved before the kernel restarted
+    subscribes before any `%timeline` runs, and must hear `gone`."""
     global _registered
     if not _registered:
         import comm
