@@ -25,7 +25,7 @@ from ..errors import ServerError
 from ..paths import RelPath
 from .codec import structure, structure_params, unstructure
 from .diagnostics import Publications
-from .documents import Encoding, TextIndex, path_to_uri, text_change
+from .documents import Encoding, TextIndex, path_to_uri, text_changes
 from .jsonrpc import Endpoint
 from .languages import language_id
 from .specs import ServerSpec
@@ -290,12 +290,12 @@ class LanguageClient:
                     "version": version, "text": text}  # fmt: skip
             await self.endpoint.notify("textDocument/didOpen", {"textDocument": item})
             return
-        change = None
+        changes = None
         if previous is not None and self._incremental:
-            change = text_change(previous.text, text, self.encoding)
+            changes = text_changes(previous.text, text, self.encoding)
         await self.endpoint.notify("textDocument/didChange", {
             "textDocument": {"uri": self.uri(path), "version": version},
-            "contentChanges": [change or {"text": text}], **self.spec.did_change,
+            "contentChanges": changes or [{"text": text}], **self.spec.did_change,
         })  # fmt: skip
 
     @property
