@@ -48,6 +48,7 @@ from ..errors import PathError, ShadowError, StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink
 from ..paths import RelPath
 from . import statedir
+from .baselints import IdentityCache
 from .folder import Folder
 from .staging import Version
 from .state import Base, BranchState
@@ -184,6 +185,7 @@ class DurableStore:
         self._last = self._flushed = 0  # the newest record's seq; the durable watermark
         self._dirty = threading.Event()  # wakes the flusher
         self._flusher: threading.Thread | None = None
+        self._bases: IdentityCache[str] = IdentityCache(256)  # base bytes -> their blob
         try:
             self.blobs = Blobs(os.path.join(path, "blobs"), fsync=sync != "normal")
             self._db = sqlite3.connect(os.path.join(path, "record.sqlite"),
@@ -228,7 +230,7 @@ class DurableStore:
         self._record(state, "version", lambda put: {
             "number": version.number, "op": version.op,
             "data": {p: put(d) for p, d in data.items()},
-            "bases": {p: [put(b), mode] for p, (b, mode) in bases.items()},
+            "bases": {p: [self._put_base(b), mode] for p, (b, mode) in bases.items()},
             "modes": dict(version.modes),
         })  # fmt: skip
 
@@ -267,6 +269,13 @@ class DurableStore:
 
     def _put(self, data: bytes | None) -> str | None:
         return None if data is None else self.blobs.put(data)
+
+    def _put_base(self, data: bytes | None) -> str | None:
+        """A base is one bytes object per content, shared by the branches that touch its path
+        (Workspace.shared_base): hashed and written once, not once per branch."""
+        if data is None:
+            return None
+        return self._bases.get((data,), lambda: self.blobs.put(data))
 
     def _guarded(self, step: Callable[[], object]) -> None:
         """One change at a time; a failure is a StagingError and the caller changes nothing."""
