@@ -186,3 +186,20 @@ def test_a_comment_appended_to_a_linted_line_keeps_its_lint_old(
     assert touched[touched["code"] == "F401"]["new"].tolist() == [False]
     f401 = added[added["code"] == "F401"]
     assert sorted(zip(f401["line"], f401["new"], strict=True)) == [(1, False), (2, True)]
+
+
+def test_a_lint_moved_by_lines_added_above_stays_old(library: Path, tmp_path: Path) -> None:
+    """The line map is made only for files where a lint matches a base lint: here the base's
+    F401 moves down two lines and stays old; the added import's F401 is new."""
+    project = tmp_path / "project"
+    shutil.copytree(library, project)
+    rel = "more_itertools/recipes.py"
+    target = project / rel
+    target.write_text("import os\n" + target.read_text())
+    with sk.Workspace(project, servers=["ruff"]) as ws:
+        branch = ws.branch("a")
+        branch.write(rel, "import sys\nX = 1\n" + branch.read(rel))
+        table = branch.lint()
+    f401 = table[table["code"] == "F401"]
+    assert sorted(zip(f401["line"], f401["message"].str.contains("os"), f401["new"],
+                      strict=True)) == [(1, False, True), (3, True, False)]  # fmt: skip

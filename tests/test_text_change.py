@@ -1,5 +1,6 @@
-"""Incremental didChange: the one ranged change `text_change` computes, applied as a server
-applies it (positions in the negotiated encoding), gives exactly the new text."""
+"""Incremental didChange: the ranged changes `text_change` and `text_changes` compute, applied
+as a server applies them (in turn, positions in the negotiated encoding), give exactly the new
+text."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import pytest
 from lsprotocol import types as lsp
 
-from shadowkernel.lsp.documents import TextIndex, text_change
+from shadowkernel.lsp.documents import TextIndex, text_change, text_changes
 from shadowkernel.text.positions import line_starts
 
 
@@ -53,3 +54,42 @@ def test_an_inserted_line_sends_only_that_line() -> None:
 def test_full_text_for_a_resend_and_for_carriage_returns() -> None:
     assert text_change("same", "same") is None  # a resend: a new version of the same text
     assert text_change("a\r\nb", "a\r\nc") is None  # a span could split a \r\n
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8"])
+def test_seeded_random_edits_in_many_places_round_trip(encoding: str) -> None:
+    """Edits far apart in a large text (as two branches' versions of one file differ): each
+    place becomes a change of its own, applied in turn."""
+    rng = random.Random(21)
+    words = ["alpha", "beta\n", "😀", "é\n", "gamma = 1\n", "\n"]
+    for _ in range(60):
+        old = "".join(f"line {i} {rng.choice(words)}\n" for i in range(rng.randint(0, 3000)))
+        new = old
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randint(0, len(new))
+            end = rng.randint(at, min(len(new), at + rng.choice([0, 5, 50])))
+            new = new[:at] + rng.choice(["", "x", "😀\n", "added = 2\n"]) + new[end:]
+        changes = text_changes(old, new, encoding)  # type: ignore[arg-type]
+        if changes is None:
+            assert old == new
+            continue
+        text = old
+        for change in changes:
+            text = apply(text, change, encoding)
+        assert text == new
+
+
+def test_two_edits_far_apart_send_two_short_changes() -> None:
+    old = "".join(f"line {i}\n" for i in range(5000))
+    new = old.replace("line 10\n", "line 10\nfirst = 1\n").replace("line 4990\n", "")
+    changes = text_changes(old, new)
+    assert changes is not None and len(changes) == 2
+    assert changes[1] == {"range": {"start": {"line": 11, "character": 0},
+                                    "end": {"line": 11, "character": 0}},
+                          "text": "first = 1\n"}  # fmt: skip
+    assert changes[0]["text"] == "" and changes[0]["range"]["start"]["line"] == 4989
+    text = old
+    for change in changes:  # the later place first: the earlier one's positions still hold
+        text = apply(text, change, "utf-16")
+    assert text == new
+    assert text_changes("same", "same") is None

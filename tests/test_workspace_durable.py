@@ -15,7 +15,7 @@ import pytest
 from overlay_helpers import make_project, needs_fuse, snapshot
 
 import shadowkernel as sk
-from shadowkernel.workspace import statedir
+from shadowkernel.workspace import durable, statedir
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
 
@@ -198,3 +198,31 @@ def test_a_damaged_store_is_named_and_orphans_are_swept(project: Path, tmp_path:
         reopen(project, state)
     with reopen(project, state, restore=False) as ws:
         assert dict(ws.branches) == {}
+
+
+def test_a_power_loss_before_the_flush_ends_a_branch_at_its_last_whole_version(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    """Records past the flusher's watermark may name blobs a power loss kept from the disk:
+    the branch comes back at its last whole version, the others whole."""
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:  # closing flushes: the watermark covers v1
+        ws.branch("a").write("pkg/mod.py", "A = 1\n")
+    monkeypatch.setattr(durable, "SYNC", "normal")  # nothing is flushed from here on
+    with reopen(project, state) as ws:
+        a, b = ws.branches["a"], ws.branch("b")
+        a.write("pkg/mod.py", "A = 2\n")
+        a.write("pkg/mod.py", "A = 3\n")
+        b.write("README.md", "b's\n")
+    (state / "blobs" / hashlib.sha256(b"A = 2\n").hexdigest()).unlink()  # never written back
+    monkeypatch.setattr(durable, "SYNC", "behind")
+    with reopen(project, state) as ws:
+        a, b = ws.branches["a"], ws.branches["b"]
+        assert [dict(v.files) for v in a.versions] == [{}, {"pkg/mod.py": b"A = 1\n"}]
+        assert b.read("README.md") == "b's\n"
+        assert a.write("pkg/mod.py", "A = 4\n") == 2  # it goes on from there
+    assert "branch 'a' lost its changes after version 1" in caplog.text
+    with reopen(project, state) as ws:
+        assert ws.branches["a"].read("pkg/mod.py") == "A = 4\n"
+        assert ws.branches["a"].version == 2

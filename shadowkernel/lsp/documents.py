@@ -25,7 +25,8 @@ from ..text.uris import file_uri_path, path_to_uri, uri_to_path
 
 __all__ = [
     "Encoding", "TextIndex", "file_uri_path", "from_character", "lines", "matches",
-    "path_to_uri", "text_change", "to_character", "uri_to_path", "workspace_edit_changes",
+    "path_to_uri", "text_change", "text_changes", "to_character", "uri_to_path",
+    "workspace_edit_changes",
 ]  # fmt: skip
 
 
@@ -68,31 +69,80 @@ def text_change(old: str, new: str, encoding: Encoding = "utf-16") -> dict[str, 
     (no change at all: a resend; a text with `\r`, whose breaks a span could split)."""
     if old == new or "\r" in old or "\r" in new:
         return None
-    start = _common_prefix(old, new)
-    end = _common_suffix(old, new, min(len(old), len(new)) - start)
+    start = _common_prefix(old, new, 0, len(old), 0, len(new))
+    end = _common_suffix(old, new, start, len(old), start, len(new))
     return {"range": {"start": _position(old, start, encoding),
                       "end": _position(old, len(old) - end, encoding)},
             "text": new[start : len(new) - end]}  # fmt: skip
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection on slice equality (memcmp, not a loop)."""
-    low, high = 0, min(len(a), len(b))
+def text_changes(old: str, new: str, encoding: Encoding = "utf-16") -> list[dict[str, Any]] | None:
+    """The `didChange` content changes turning `old` into `new`, one per place the texts
+    differ (as `text_change`, but two branches' edits far apart in one file send two short
+    changes, not the whole stretch between them). Listed from the end of the text to its
+    start: a server applies them in turn, and each one's positions, read in `old`, still hold
+    because only text after it changed. None when the full text is the plain answer."""
+    if old == new or "\r" in old or "\r" in new:
+        return None
+    hunks: list[tuple[int, int, int, int]] = []
+    _hunks(old, new, 0, len(old), 0, len(new), hunks, SPLITS)
+    return [{"range": {"start": _position(old, a0, encoding),
+                       "end": _position(old, a1, encoding)},
+             "text": new[b0:b1]} for a0, a1, b0, b1 in reversed(hunks)]  # fmt: skip
+
+
+SPLITS = 8  # levels of splitting at a probe (up to 256 places)
+PROBE = 64  # characters from the middle of a differing stretch looked up on the other side
+SMALL = 4_096  # differing stretches shorter than this are sent as they are
+
+
+def _hunks(a: str, b: str, a0: int, a1: int, b0: int, b1: int,
+           out: list[tuple[int, int, int, int]], depth: int) -> None:  # fmt: skip
+    """Append the differing stretches of a[a0:a1] and b[b0:b1] (in order): their common
+    prefix and suffix cut off, then split where a probe from a's middle occurs exactly once
+    on each side (str.find: C speed, linear)."""
+    prefix = _common_prefix(a, b, a0, a1, b0, b1)
+    a0, b0 = a0 + prefix, b0 + prefix
+    suffix = _common_suffix(a, b, a0, a1, b0, b1)
+    a1, b1 = a1 - suffix, b1 - suffix
+    if a0 == a1 and b0 == b1:
+        return
+    if depth and min(a1 - a0, b1 - b0) >= SMALL:
+        middle = (a0 + a1 - PROBE) // 2
+        probe = a[middle : middle + PROBE]
+        at = _once(b, probe, b0, b1)
+        if at >= 0 and _once(a, probe, a0, a1) == middle:
+            _hunks(a, b, a0, middle, b0, at, out, depth - 1)
+            _hunks(a, b, middle, a1, at, b1, out, depth - 1)
+            return
+    out.append((a0, a1, b0, b1))
+
+
+def _once(text: str, probe: str, begin: int, end: int) -> int:
+    """Where `probe` occurs in text[begin:end] if it occurs exactly once, else -1."""
+    at = text.find(probe, begin, end)
+    return at if at >= 0 and text.find(probe, at + 1, end) < 0 else -1
+
+
+def _common_prefix(a: str, b: str, a0: int, a1: int, b0: int, b1: int) -> int:
+    """Length of the common prefix of a[a0:a1] and b[b0:b1], by bisection on slice equality
+    (memcmp, not a loop)."""
+    low, high = 0, min(a1 - a0, b1 - b0)
     while low < high:
         middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
+        if a[a0 + low : a0 + middle] == b[b0 + low : b0 + middle]:
             low = middle
         else:
             high = middle - 1
     return low
 
 
-def _common_suffix(a: str, b: str, most: int) -> int:
-    """Length of the common suffix, at most `most` characters."""
-    low, high = 0, most
+def _common_suffix(a: str, b: str, a0: int, a1: int, b0: int, b1: int) -> int:
+    """Length of the common suffix of a[a0:a1] and b[b0:b1]."""
+    low, high = 0, min(a1 - a0, b1 - b0)
     while low < high:
         middle = (low + high + 1) // 2
-        if a[len(a) - middle : len(a) - low] == b[len(b) - middle : len(b) - low]:
+        if a[a1 - middle : a1 - low] == b[b1 - middle : b1 - low]:
             low = middle
         else:
             high = middle - 1

@@ -13,7 +13,7 @@ line in that table.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -83,10 +83,19 @@ class RequestQueue(Generic[T]):
         return branch not in self._serving.values()
 
     def _choose(self, lane: int) -> str | None:
-        candidates = [b for b in self._pending if self._free(b)]
-        return self._strategy.choose(self, lane, candidates) if candidates else None
+        return self._strategy.choose(self, lane, self._candidates())
+
+    def _candidates(self) -> Iterator[str]:
+        """Free branches with pending requests, in rotation order, lazily: a policy that takes
+        the first one costs O(lanes), not O(branches)."""
+        busy = set(self._serving.values())
+        return (b for b in self._pending if b not in busy)
 
     # What policies read (the queue's state, never changed by them).
+
+    def waiting(self, branch: str) -> bool:
+        """Whether `branch` has pending requests and no lane serves it."""
+        return branch in self._pending and self._free(branch)
 
     def oldest(self, branch: str) -> int:
         """Ticket id of the branch's oldest pending request."""
@@ -102,8 +111,9 @@ class RequestQueue(Generic[T]):
 class Strategy(Protocol):
     rotates: bool  # a branch that had its turn goes to the back of the rotation
 
-    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Sequence[str]) -> str:
-        """One of `candidates` (free branches with pending requests, in rotation order)."""
+    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Iterable[str]) -> str | None:
+        """One of `candidates` (free branches with pending requests, in rotation order, an
+        iterator), or None when there is none."""
         ...
 
 
@@ -118,14 +128,18 @@ class RoundRobin:
     def __init__(self, batch: int) -> None:
         self.batch = batch
 
-    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Sequence[str]) -> str:
+    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Iterable[str]) -> str | None:
         last = queue.last(lane)
-        if last is not None and last in candidates and queue.streak(lane) < self.batch:
+        if last is not None and queue.waiting(last) and queue.streak(lane) < self.batch:
             return last
         # The front of the rotation, but not the branch that just used its batch when
         # another one is waiting.
-        others = [b for b in candidates if b != last]
-        return (others or list(candidates))[0]
+        fallback = None
+        for branch in candidates:
+            if branch != last:
+                return branch
+            fallback = branch
+        return fallback
 
 
 class Fifo:
@@ -138,8 +152,8 @@ class Fifo:
     def __init__(self, batch: int) -> None:
         del batch  # fifo never batches
 
-    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Sequence[str]) -> str:
-        return min(candidates, key=queue.oldest)
+    def choose(self, queue: RequestQueue[Any], lane: int, candidates: Iterable[str]) -> str | None:
+        return min(candidates, key=queue.oldest, default=None)
 
 
 POLICIES: dict[str, Callable[[int], Strategy]] = {"round-robin": RoundRobin, "fifo": Fifo}

@@ -281,7 +281,6 @@ class Branch:
             bases, modes = dict(self.state.bases), dict(self.state.modes)
         targets = self._lint_targets(version, paths)
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
-        maps = await _line_maps(self.workspace.line_maps, version, bases, targets)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
         async def job(lane: Lane) -> Answer[tuple[list[Lint], list[bool], int]]:
@@ -299,7 +298,10 @@ class Branch:
                 cache.store({p: keys[p] for p in missing}, found)
             await lane.show(snapshot)
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
-            flags = flag_new(lints, cache.lints(keys), maps)
+            base_lints = cache.lints(keys)
+            maps = await _line_maps(self.workspace.line_maps, version, bases,
+                                    _may_be_old(lints, base_lints))  # fmt: skip
+            flags = flag_new(lints, base_lints, maps)
             return Answer((lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)",
                           lints=len(lints), new_lints=sum(flags))  # fmt: skip
 
@@ -500,6 +502,13 @@ class Branch:
     def __repr__(self) -> str:
         return (f"<Branch {self.name!r} v{self.version}: {n_files(len(self.files))} touched, "
                 f"{self.state.status}>")  # fmt: skip
+
+
+def _may_be_old(lints: Sequence[Lint], base_lints: Sequence[Lint]) -> list[RelPath]:
+    """The paths where a lint has the code and message of one of the base's: only their line
+    maps can change a `new` flag (elsewhere every lint is new whatever the lines)."""
+    keys = {(lint.path, lint.key) for lint in base_lints}
+    return sorted({lint.path for lint in lints if (lint.path, lint.key) in keys})
 
 
 async def _line_maps(cache: baselints.LineMaps, version: Version,

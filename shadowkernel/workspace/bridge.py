@@ -4,11 +4,19 @@ Shadow services (the scheduler, language-server clients) live on one asyncio loo
 thread (DESIGN: process model), so a long notebook cell never stalls an agent's request and an
 agent thread can call the public API synchronously. `call` blocks a caller's thread on a
 coroutine run there; `call_async` awaits it from any loop.
+
+The loop makes a system call per message to a language server (and one per hand-off from a
+caller's thread); each releases the GIL, and taking it back waits until the thread holding it
+lets go: up to the interpreter's switch interval, 5 ms by default, whenever a caller's thread
+computes meanwhile (an agent building its next edit, a lint table). Opening the loop lowers
+the process's switch interval to SWITCH_INTERVAL (never raises it): with 20 agents linting a
+5,644-line file with ruff, a lint's median serve time went from 27-28 ms to 21-24 ms.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -17,11 +25,14 @@ from ..errors import ShadowError
 
 T = TypeVar("T")
 
+SWITCH_INTERVAL = 0.0005  # seconds a thread may hold the GIL while the loop waits for it
+
 
 class LoopThread:
     """One asyncio loop in a daemon thread."""
 
     def __init__(self) -> None:
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="shadowkernel-loop", daemon=True

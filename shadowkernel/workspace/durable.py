@@ -6,15 +6,21 @@ each version (the bytes it staged and the bases of the paths it touched first, a
 what runs wrote into its scratch layer, new bases after accept. A drop deletes the branch's
 records in one transaction. Restoring replays the record in order.
 
-Sync policy ("full", the default): a blob is written to a temporary file and renamed into
-place; before the record that names it is committed, the new blobs are fsync'ed (one each; a
-record naming more than FSYNC_EACH new blobs, as a run's scratch may, syncs their file system
-once with syncfs instead) and so is their directory; commits run with `synchronous=FULL`,
-which fsyncs the WAL. So a staging call returns only when its version survives a crash of the
-process and of the machine. "normal" (benchmarks only) skips the blob syncs and uses
-`synchronous=NORMAL`: still safe against a crash of the process, not against a power loss.
-`benchmarks/durable.py` measures both. Records are written one at a time (a record's blobs
-are synced before any other record commits).
+Sync policy. "behind" (the default): a staging call returns once its record and blobs are
+written to the operating system (a blob to a temporary file renamed into place; the record
+committed with `synchronous=NORMAL`), so it survives the crash of any process (DESIGN
+invariant 8); a flusher thread then makes them survive a machine crash too, off the callers'
+path: it fsyncs the new blobs (one each; more than FSYNC_EACH, as a run's scratch may write,
+sync their file system once with syncfs instead) and their directory, then records the
+watermark `flushed` (every record up to it has its blobs on disk) and fsyncs the WAL. Records
+written while it works wait for its next round, so one round of fsyncs serves all of them
+(group commit; a round takes a few ms). "full": the caller waits for those fsyncs before the
+record commits with `synchronous=FULL`. "normal" (benchmarks only) never fsyncs.
+
+A power loss can leave records past the watermark whose blobs never reached the disk:
+restoring ends such a branch at its last whole version (the rest is deleted, a warning
+logged). A missing or torn blob at or below the watermark is damage: restore refuses, naming
+the store. `benchmarks/durable.py` measures the policies.
 
 A crash can leave a blob nobody names (written, record not committed) or a temporary file:
 restoring removes both. What is not restored: the timeline's events (they describe requests
@@ -42,6 +48,7 @@ from ..errors import PathError, ShadowError, StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink
 from ..paths import RelPath
 from . import statedir
+from .baselints import IdentityCache
 from .folder import Folder
 from .staging import Version
 from .state import Base, BranchState
@@ -58,30 +65,37 @@ CREATE TABLE IF NOT EXISTS records (
     body TEXT NOT NULL      -- JSON
 );
 CREATE INDEX IF NOT EXISTS records_by_branch ON records (branch);
+CREATE TABLE IF NOT EXISTS flushed (seq INTEGER NOT NULL);  -- one row: the watermark
+INSERT INTO flushed SELECT COALESCE(MAX(seq), 0) FROM records  -- a store older than it
+    WHERE NOT EXISTS (SELECT 1 FROM flushed);
 """
 
 DELETE = "DELETE FROM records WHERE branch = ?"
 INSERT = "INSERT INTO records (branch, kind, body) VALUES (?, ?, ?)"
-SELECT = "SELECT branch, kind, body FROM records ORDER BY seq"
-SYNC_MODES = {"full": "FULL", "normal": "NORMAL"}
+SELECT = "SELECT seq, branch, kind, body FROM records ORDER BY seq"
+WATERMARK = "SELECT seq FROM flushed"
+NEWEST = "SELECT COALESCE(MAX(seq), 0) FROM records"
+MARK = "UPDATE flushed SET seq = ?"
+TRUNCATE = "DELETE FROM records WHERE branch = ? AND seq >= ?"
+SYNC_MODES = {"behind": "NORMAL", "full": "FULL", "normal": "NORMAL"}
 FSYNC_EACH = 16  # a record naming more new blobs syncs their file system once instead
-SYNC = "full"  # the policy of stores a Workspace opens (benchmarks/durable.py compares both)
+SYNC = "behind"  # the policy of stores a Workspace opens (benchmarks/durable.py compares)
 
 
 class Blobs:
     """Content-addressed files named by their SHA-256. `put` writes one (a temporary file
     renamed into place, so a name never holds half its content); `sync` makes what was put
-    since the last sync durable, before a record names it."""
+    durable, before a durable record names it."""
 
     def __init__(self, path: str, fsync: bool) -> None:
         self.path, self.fsync = path, fsync
-        self.pending: list[str] = []  # written since the last sync
+        self.pending: list[str] = []  # written since the last `take`
         os.makedirs(path, mode=0o700, exist_ok=True)
 
     def put(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
         target = os.path.join(self.path, digest)
-        if os.path.exists(target):  # synced before a record named it (or swept at restore)
+        if os.path.exists(target):  # written before (synced, or pending in a flush round)
             return digest
         fd, temp = tempfile.mkstemp(dir=self.path, prefix="tmp-")
         try:
@@ -94,19 +108,23 @@ class Blobs:
         self.pending.append(target)
         return digest
 
-    def sync(self) -> None:
-        """A few new files: an fsync each; many (what a run wrote): one syncfs of their file
-        system, cheaper than hundreds of fsyncs. Then the directory, for the renames."""
-        if not self.fsync or not self.pending:
-            self.pending.clear()
+    def take(self) -> list[str]:
+        """The blobs written since the last take (to be synced)."""
+        taken, self.pending = self.pending, []
+        return taken
+
+    def sync(self, paths: list[str], everything: bool = False) -> None:
+        """A few new files: an fsync each; many (what a run wrote), or `everything`: one
+        syncfs of their file system, cheaper than hundreds of fsyncs. Then the directory, for
+        the renames."""
+        if not self.fsync or not (paths or everything):
             return
-        if len(self.pending) <= FSYNC_EACH:
-            for path in self.pending:
+        if len(paths) <= FSYNC_EACH and not everything:
+            for path in paths:
                 _fsync(path, os.O_RDONLY)
         else:
             _syncfs(self.path)
         _fsync(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        self.pending.clear()
 
     def get(self, digest: str) -> bytes:
         with open(os.path.join(self.path, digest), "rb") as f:
@@ -159,29 +177,48 @@ class DurableStore:
         sync = SYNC if sync is None else sync
         if sync not in SYNC_MODES:
             raise ValueError(f"sync={sync!r}: one of {sorted(SYNC_MODES)}")
-        self.path = path
+        self.path, self.sync = path, sync
         self._lock_fd = statedir.claim(path, root)
-        self._mutex = threading.Lock()
+        self._mutex = threading.Lock()  # the connection, the blobs' pending list, _last
+        self._rounds = threading.Lock()  # one flush round at a time
+        self._closed = False
+        self._last = self._flushed = 0  # the newest record's seq; the durable watermark
+        self._dirty = threading.Event()  # wakes the flusher
+        self._flusher: threading.Thread | None = None
+        self._bases: IdentityCache[str] = IdentityCache(256)  # base bytes -> their blob
         try:
-            self.blobs = Blobs(os.path.join(path, "blobs"), fsync=sync == "full")
+            self.blobs = Blobs(os.path.join(path, "blobs"), fsync=sync != "normal")
             self._db = sqlite3.connect(os.path.join(path, "record.sqlite"),
                                        isolation_level=None, check_same_thread=False)  # fmt: skip
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={SYNC_MODES[sync]}")
             self._db.executescript(SCHEMA)
+            self._flushed = self._db.execute(WATERMARK).fetchone()[0]
+            self._last = self._db.execute(NEWEST).fetchone()[0]
+            self._inherited = self._last > self._flushed  # a crashed process's unflushed records
         except BaseException:
             os.close(self._lock_fd)
             raise
+        if sync == "behind":
+            self._flusher = threading.Thread(target=self._flush_rounds, daemon=True,
+                                             name="shadowkernel-flusher")  # fmt: skip
+            self._flusher.start()
 
     def close(self) -> None:
+        """Flush what is pending (a clean close is durable against a machine crash too), then
+        release the directory."""
         with self._mutex:
-            if self._lock_fd < 0:
+            if self._closed:
                 return
+            self._closed = True  # no record from now on
+        if self._flusher is not None:
+            self._dirty.set()
+            self._flusher.join()  # its last round flushes everything
+        with self._mutex:
             self._db.close()
             os.close(self._lock_fd)
-            self._lock_fd = -1
 
-    # -- the journal: each call returns once its record is durable ---------------------------
+    # -- the journal: each call returns once its record survives a crash of the process -------
 
     def fork(self, state: BranchState) -> None:
         self._record(state, "fork", lambda put: {"name": state.name})
@@ -193,7 +230,7 @@ class DurableStore:
         self._record(state, "version", lambda put: {
             "number": version.number, "op": version.op,
             "data": {p: put(d) for p, d in data.items()},
-            "bases": {p: [put(b), mode] for p, (b, mode) in bases.items()},
+            "bases": {p: [self._put_base(b), mode] for p, (b, mode) in bases.items()},
             "modes": dict(version.modes),
         })  # fmt: skip
 
@@ -207,24 +244,43 @@ class DurableStore:
         self._guarded(lambda: self._db.execute(DELETE, (state.key,)))
 
     def _record(self, state: BranchState, kind: str, body: Callable[[Put], Any]) -> None:
-        """Write the blobs `body` names, make them durable, then commit the record (one
-        statement in autocommit: one transaction, durable when it returns)."""
+        """Write the blobs `body` names, then commit the record (one statement in autocommit:
+        one transaction). "full": the blobs are synced first, and the record commits with the
+        watermark moved over it; "behind": the flusher does that in its next round."""
 
         def step() -> None:
             text = json.dumps(body(self._put), separators=(",", ":"))
-            self.blobs.sync()
-            self._db.execute(INSERT, (state.key, kind, text))
+            if self.sync != "full":
+                self._last = self._db.execute(INSERT, (state.key, kind, text)).lastrowid or 0
+                self._dirty.set()
+                return
+            self.blobs.sync(self.blobs.take(), everything=self._inherited)
+            self._db.execute("BEGIN")
+            try:
+                self._last = self._db.execute(INSERT, (state.key, kind, text)).lastrowid or 0
+                self._db.execute(MARK, (self._last,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._flushed, self._inherited = self._last, False
 
         self._guarded(step)
 
     def _put(self, data: bytes | None) -> str | None:
         return None if data is None else self.blobs.put(data)
 
+    def _put_base(self, data: bytes | None) -> str | None:
+        """A base is one bytes object per content, shared by the branches that touch its path
+        (Workspace.shared_base): hashed and written once, not once per branch."""
+        if data is None:
+            return None
+        return self._bases.get((data,), lambda: self.blobs.put(data))
+
     def _guarded(self, step: Callable[[], object]) -> None:
-        """One change at a time (a record's blobs are synced before any other record commits);
-        a failure is a StagingError and the caller changes nothing."""
+        """One change at a time; a failure is a StagingError and the caller changes nothing."""
         with self._mutex:
-            if self._lock_fd < 0:
+            if self._closed:
                 raise StagingError(f"the durable store at {self.path} is closed")
             try:
                 step()
@@ -232,22 +288,69 @@ class DurableStore:
                 raise StagingError(f"could not record the change in {self.path}: {error}; "
                                    "nothing changed") from None  # fmt: skip
 
+    # -- the flusher: durable against a machine crash, off the callers' path --------------------
+
+    def _flush_rounds(self) -> None:
+        while True:
+            self._dirty.wait()
+            self._dirty.clear()
+            closing = self._closed
+            try:
+                self.flush()
+            except (OSError, sqlite3.Error):  # the records stay durable against process crashes
+                log.warning("%s: could not flush to disk", self.path, exc_info=True)
+            if closing:
+                return
+
+    def flush(self) -> None:
+        """Make every record written so far survive a machine crash: its blobs synced, then the
+        watermark moved over it and the WAL synced."""
+        with self._rounds:
+            with self._mutex:
+                paths, last = self.blobs.take(), self._last
+            if last <= self._flushed:
+                return
+            try:
+                self.blobs.sync(paths, everything=self._inherited)
+            except BaseException:
+                with self._mutex:
+                    self.blobs.pending[:0] = paths  # the next round tries them again
+                raise
+            with self._mutex:
+                self._db.execute(MARK, (last,))
+            with contextlib.suppress(FileNotFoundError):  # a checkpoint synced and removed it
+                _fsync(os.path.join(self.path, "record.sqlite-wal"), os.O_RDONLY)
+            self._flushed, self._inherited = last, False
+
     # -- restore ---------------------------------------------------------------------------------
 
     def restore(self, folder: Folder, make: Callable[[bytes], Blob]) -> list[BranchState]:
         """Every branch the record holds, in the order they forked, without a journal attached;
-        blobs no record names are removed."""
+        blobs no record names are removed. A branch whose record past the watermark names a
+        blob missing or torn (a power loss before the flusher's round) ends before it."""
         states: dict[str, BranchState] = {}
         wanted: set[str] = set()
+        torn: set[str] = set()  # branches that ended early
         read = _cached(self.blobs.get)
         try:
-            for key, kind, body in self._records():
-                wanted.update(_hashes(kind, body))
+            with self._mutex:
+                flushed = self._db.execute(WATERMARK).fetchone()[0]
+            for seq, key, kind, body in self._records():
                 if kind == "fork":
                     states[key] = BranchState(body["name"], key)
+                elif key in torn:
+                    continue
                 elif key in states:
-                    _replay(states[key], kind, body, folder, make, read)
-        except (OSError, sqlite3.Error, LookupError, TypeError, ValueError) as error:
+                    try:
+                        _replay(states[key], kind, body, folder, make, read)
+                    except Torn:
+                        if seq <= flushed:
+                            raise
+                        self._truncate(states[key], seq)
+                        torn.add(key)
+                        continue
+                wanted.update(_hashes(kind, body))
+        except (OSError, sqlite3.Error, LookupError, TypeError, ValueError, Torn) as error:
             raise PathError(f"state directory {self.path}: cannot restore its branches ({error!r});"
                             " open with restore=False to start empty (deleting nothing), or "
                             "choose another state=DIR") from None  # fmt: skip
@@ -256,26 +359,44 @@ class DurableStore:
             log.info("%s: removed %d blobs no record names", self.path, removed)
         return list(states.values())
 
+    def _truncate(self, state: BranchState, seq: int) -> None:
+        """Forget `state`'s records from `seq` on (a power loss tore them)."""
+        log.warning("%s: branch %r lost its changes after version %d (written just before a "
+                    "machine crash)", self.path, state.name, state.head.number)  # fmt: skip
+        with self._mutex:
+            self._db.execute(TRUNCATE, (state.key, seq))
+
     def sweep(self) -> None:
         """Remove the blobs no record names (what a crash left), without restoring."""
-        wanted = {h for _, kind, body in self._records() for h in _hashes(kind, body)}
+        wanted = {h for _, _, kind, body in self._records() for h in _hashes(kind, body)}
         self.blobs.keep_only(wanted)
 
-    def _records(self) -> Iterator[tuple[str, str, Any]]:
+    def _records(self) -> Iterator[tuple[int, str, str, Any]]:
         with self._mutex:
             rows = self._db.execute(SELECT).fetchall()
-        for key, kind, body in rows:
-            yield key, kind, json.loads(body)
+        for seq, key, kind, body in rows:
+            yield seq, key, kind, json.loads(body)
+
+
+class Torn(ShadowError):
+    """A record names a blob that is missing or does not hold its content."""
 
 
 def _cached(read: Callable[[str], bytes]) -> Callable[[str | None], bytes | None]:
+    """Blobs by hash, each read and checked once (Torn when missing or not its content)."""
     cache: dict[str, bytes] = {}
 
     def get(digest: str | None) -> bytes | None:
         if digest is None:
             return None
         if digest not in cache:
-            cache[digest] = read(digest)
+            try:
+                data = read(digest)
+            except FileNotFoundError:
+                raise Torn(f"blob {digest} is missing") from None
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise Torn(f"blob {digest} does not hold its content")
+            cache[digest] = data
         return cache[digest]
 
     return get
