@@ -194,7 +194,7 @@ def test_a_deleted_staged_file_is_closed_in_the_servers(ws: sk.Workspace) -> Non
 
 
 def test_servers_write_their_caches_privately(ws: sk.Workspace) -> None:
-    ws.branch("c").lint(["pkg/mod.py"])
+    ws.branch("c").lint(["pkg/mod.py"], servers=["ruff"])  # the one whose environment is read
     shadow = ws.shadows[0]
     pid = ws.statistics()["servers"][0]["ruff"].pid
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
