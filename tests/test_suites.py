@@ -63,9 +63,8 @@ def test_mutation_suite_of_six_validates_row_by_row(suite, six):
     assert (table["failing_at_start"] >= 1).all()
 
 
-def test_same_seed_same_suite(suite, six):
-    again = sk.mutation_suite(six, COMMAND, n=4, seed=0)
-    assert again.tasks == suite.tasks
+def test_another_seed_gives_another_suite(suite, six):
+    """The same seed's suite, byte for byte: tests/test_suites_repro.py (on more-itertools)."""
     other = sk.mutation_suite(six, COMMAND, n=2, seed=1)
     assert [t.id for t in other] != [t.id for t in suite][:2]
 
