@@ -40,7 +40,6 @@ wall-clock `timeout` (a last resort: keep it generous, as its outcome depends on
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures as cf
 import json
 import os
@@ -55,7 +54,18 @@ from ..agents.edits import Replace
 from ..errors import ArgumentError
 from . import mutation
 from .check import normalize
-from .mutation_runs import Baseline, Options, baseline, budgets, judge, reaching
+from .mutation_runs import (
+    Baseline,
+    Judged,
+    Options,
+    at_import,
+    baseline,
+    budgets,
+    compiles,
+    judge,
+    judge_batch,
+    reaching,
+)
 from .pytest_command import environment_for, parse_command
 from .suite import Environment, Suite, Task
 
@@ -167,6 +177,8 @@ class Tally:
     kept: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
     seconds_baseline: float = 0.0
+    seconds_batches: float = 0.0  # judging candidates in batch processes
+    seconds_single: float = 0.0  # judging those a batch cannot, a process each
     seconds_total: float = 0.0
 
     def reject(self, why: str) -> None:
@@ -176,6 +188,8 @@ class Tally:
         return {"candidates": str(self.candidates), "tried": str(self.tried),
                 "kept": str(self.kept), "rejected": json.dumps(self.rejected, sort_keys=True),
                 "seconds_baseline": f"{self.seconds_baseline:.2f}",
+                "seconds_batches": f"{self.seconds_batches:.2f}",
+                "seconds_single": f"{self.seconds_single:.2f}",
                 "seconds_total": f"{self.seconds_total:.2f}"}  # fmt: skip
 
 
@@ -198,6 +212,7 @@ def mutation_suite(
     workers: int = 1,
     budget_multiple: float = 10.0,
     budget_constant: float = 2.0,
+    fork: bool = True,
     servers: Sequence[Any] = (),
     workspace: Any = None,
     name: str | None = None,
@@ -224,7 +239,8 @@ def mutation_suite(
     sources = sorted(files) if files is not None else source_files(root)
     texts = _read_sources(root, sources)
     opts = Options(n, seed, max_failing, pass_to_pass, per_function, max_candidates or 10 * n,
-                   timeout, lint, workers, budget_multiple, budget_constant)  # fmt: skip
+                   timeout, lint, workers, budget_multiple, budget_constant, fork,
+                   command.paths)  # fmt: skip
     tally, began = Tally(), time.perf_counter()
     own = workspace is None
     if own:
@@ -258,46 +274,75 @@ def _graded(tasks: Sequence[Task]) -> set[str]:
 def _generate(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], root: str,
               opts: Options, budget: dict[str, float], tally: Tally, progress: bool
               ) -> list[Task]:  # fmt: skip
-    """Candidates judged up to `workers` at a time, but taken in their seeded order: the
-    counts, the per-function limit and the cut at `n` see the same sequence for any number
-    of workers (a candidate judged ahead and then not needed is simply dropped)."""
+    """Candidates judged a batch at a time, but taken in their seeded order: the counts,
+    the per-function limit and the cut at `n` see the same sequence for any batch size and
+    number of workers (a candidate judged ahead and then not needed is simply dropped)."""
     order = candidates(texts, base, opts.seed)
     tally.candidates = len(order)
     per: dict[tuple[str, str], int] = {}
     tasks: list[Task] = []
     bar = _bar(min(opts.n, len(order)), progress)
     pool = cf.ThreadPoolExecutor(opts.workers, thread_name_prefix="sk-mutant")
-    ahead: collections.deque = collections.deque()
-    queue = iter(order)
+    position, batches = 0, 0
     try:
-        while len(tasks) < opts.n and tally.tried < opts.max_candidates:
-            while len(ahead) < 2 * opts.workers and (m := next(queue, None)) is not None:
+        while len(tasks) < opts.n and tally.tried < opts.max_candidates and position < len(order):
+            size = min(max(16, 2 * (opts.n - len(tasks))), 160,
+                       opts.max_candidates - tally.tried)  # fmt: skip
+            batch: list[mutation.Mutant] = []
+            while len(batch) < size and position < len(order):
+                m = order[position]
+                position += 1
                 if per.get((m.path, m.function), 0) < opts.per_function:
-                    ahead.append((m, pool.submit(judge, ws, env, base, texts, opts, budget, m)))
-            if not ahead:
-                break
-            mutant, future = ahead.popleft()
-            if per.get((mutant.path, mutant.function), 0) >= opts.per_function:
-                future.cancel()
-                continue
-            tally.tried += 1
-            judged = future.result()
-            if judged.why is not None:
-                tally.reject(judged.why)
-                continue
-            keep = [t for t in judged.tests if t not in judged.failing]
-            task_id = _unique(mutant.id, {t.id for t in tasks})
-            tasks.append(make_task(mutant, texts[mutant.path], judged.failing, keep,
-                                   judged.reports, root, task_id))  # fmt: skip
-            per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function), 0) + 1
-            tally.kept += 1
-            bar.update(1)
+                    batch.append(m)
+            batches += 1
+            verdicts = _judge_all(ws, env, base, texts, opts, budget, batch, batches, pool,
+                                  tally)  # fmt: skip
+            for mutant, judged in zip(batch, verdicts, strict=True):
+                if len(tasks) >= opts.n or tally.tried >= opts.max_candidates:
+                    break
+                if per.get((mutant.path, mutant.function), 0) >= opts.per_function:
+                    continue
+                tally.tried += 1
+                if judged.why is not None:
+                    tally.reject(judged.why)
+                    continue
+                keep = [t for t in judged.tests if t not in judged.failing]
+                task_id = _unique(mutant.id, {t.id for t in tasks})
+                tasks.append(make_task(mutant, texts[mutant.path], judged.failing, keep,
+                                       judged.reports, root, task_id))  # fmt: skip
+                per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function),
+                                                              0) + 1  # fmt: skip
+                tally.kept += 1
+                bar.update(1)
     finally:
-        for _, future in ahead:
-            future.cancel()
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
     return tasks
+
+
+def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
+               opts: Options, budget: dict[str, float], batch: list[mutation.Mutant],
+               number: int, pool: cf.ThreadPoolExecutor, tally: Tally
+               ) -> list[Judged]:  # fmt: skip
+    """Each candidate's verdict, in order: those a fork can judge in one batch process, the
+    others (and those the batch answered "fallback") in a run each, `workers` at a time."""
+    verdicts: list[Judged | None] = [None] * len(batch)
+    forkable = [i for i, m in enumerate(batch) if opts.fork and not at_import(m, base)
+                and (not opts.lint or compiles(m.path, m.apply(texts[m.path])))]  # fmt: skip
+    began = time.perf_counter()
+    if forkable:
+        judged = judge_batch(ws, env, base, texts, opts, budget, [batch[i] for i in forkable],
+                             f"mutation|batch|{number}")  # fmt: skip
+        for i, verdict in zip(forkable, judged, strict=True):
+            verdicts[i] = verdict
+    tally.seconds_batches += time.perf_counter() - began
+    began = time.perf_counter()
+    rest = [i for i, v in enumerate(verdicts) if v is None]
+    one = lambda i: judge(ws, env, base, texts, opts, budget, batch[i])  # noqa: E731
+    for i, verdict in zip(rest, pool.map(one, rest), strict=True):
+        verdicts[i] = verdict
+    tally.seconds_single += time.perf_counter() - began
+    return [v for v in verdicts if v is not None]
 
 
 def _bar(total: int, enabled: bool) -> Any:
