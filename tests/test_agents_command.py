@@ -33,6 +33,14 @@ def test_an_mcp_client_process_solves_the_task_through_the_tools(tmp_path):
     (step,) = episode.steps
     assert step.edits == [{"kind": "write", "path": edit.path, "text": step.edits[0]["text"]}]
     assert edit.new in step.edits[0]["text"] and episode.stopped == "finished"
+    # What the command asked its server is on the experiment's timeline, under its client's
+    # name and the cell's branch, on the experiment's clock: before the cell's grading run.
+    events = df.attrs["timeline"].frame
+    asked = events[events["client"] == "solver-cli"]
+    (grading,) = events[(events["client"] == "") & (events["op"] == "run")].itertuples()
+    assert list(asked["op"]) == ["lint"] and list(asked["branch"]) == [grading.branch], events
+    assert 0 <= asked["queued"].iloc[0] <= asked["finished"].iloc[0] <= grading.queued
+    assert asked["ok"].all() and events["id"].is_unique
 
 
 def test_a_command_that_does_nothing_is_graded_unsolved():
