@@ -98,14 +98,18 @@ def build(args: argparse.Namespace) -> dict:
         rows.append({"library": f"{lib.name} {lib.version}", "quota": quota, "kept": kept,
                      "tried": int(suite.extra["tried"]), "candidates": int(
                          suite.extra["candidates"]), "seconds": round(seconds, 1),
-                     "baseline_seconds": round(baseline, 1), "seconds_per_task": round(
+                     "baseline_seconds": round(baseline, 1),
+                     "batch_seconds": float(suite.extra["seconds_batches"]),
+                     "single_seconds": float(suite.extra["seconds_single"]),
+                     "seconds_per_task": round(
                          per_task, 2), "validated": f"{valid}/{len(sample)}",
                      "rejected": json.loads(suite.extra["rejected"]),
                      "full_quota": math.ceil(lib.quota * args.tasks / 1000)})  # fmt: skip
         print(
             f"{lib.name:>16} {lib.version:<8} kept {kept:>4}/{quota:<4} of "
             f"{rows[-1]['tried']:>4} tried in {seconds:7.1f} s ({per_task:5.2f} s/task, "
-            f"baseline {baseline:.1f} s) validated {valid}/{len(sample)}",
+            f"baseline {baseline:.1f} s, batches {rows[-1]['batch_seconds']:.0f} s, single runs "
+            f"{rows[-1]['single_seconds']:.0f} s) validated {valid}/{len(sample)}",
             flush=True,
         )
     measured = sum(r["seconds"] for r in rows)

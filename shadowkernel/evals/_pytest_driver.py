@@ -204,102 +204,33 @@ def run_batch(spec):
     import pytest
 
     recorder = Recorder(None, spec.get("budgets"), None, spec.get("stop"))
-    server = Batch(spec, recorder)
-    code = int(pytest.main([*spec.get("options", []), *spec.get("paths", [])],
-                           plugins=[recorder, server]))  # fmt: skip
-    print(RESULT + json.dumps({"hidden": code, "batch": server.results}, sort_keys=True),
-          flush=True)  # fmt: skip
+    mutants = spec["mutants"]
+    results = [None] * len(mutants)
+    fresh = [i for i, m in enumerate(mutants) if m.get("fresh")]
+    # Before anything of the project is imported: these children import the mutant afresh.
+    fan_out(spec, fresh, results, lambda job: fresh_child(pytest, spec, recorder, job))
+    server = Batch(spec, recorder, results, [i for i in range(len(mutants)) if i not in fresh])
+    code = 0
+    if server.todo:
+        code = int(pytest.main([*spec.get("options", []), *spec.get("paths", [])],
+                               plugins=[recorder, server]))  # fmt: skip
+    print(RESULT + json.dumps({"hidden": code, "batch": results}, sort_keys=True), flush=True)
     return code
 
 
 class Batch:
-    """A pytest plugin taking over the run loop once the tests are collected: one forked
-    child per mutant (and per confirmation on the original), `jobs` at a time."""
+    """A pytest plugin taking over the run loop once the tests are collected: a forked
+    child per mutant swaps its code in and runs its tests."""
 
-    def __init__(self, spec, recorder):
-        self.spec, self.recorder, self.results = spec, recorder, None
+    def __init__(self, spec, recorder, results, todo):
+        self.spec, self.recorder, self.results, self.todo = spec, recorder, results, todo
 
     def pytest_runtestloop(self, session):
         items = {item.nodeid: item for item in session.items}
-        mutants = self.spec["mutants"]
-        results = [None] * len(mutants)
-        pending = [(i, True) for i in range(len(mutants))]  # (mutant, mutated?)
-        running = {}  # pid -> (mutant index, mutated?, read end, chunks, started)
-        selector = selectors.DefaultSelector()
-        timeout = float(self.spec.get("timeout", 300))
-        while pending or running:
-            while pending and len(running) < max(1, int(self.spec.get("jobs", 1))):
-                index, mutated = pending.pop(0)
-                job = mutants[index]
-                if not mutated:  # the original, on the whole set
-                    job = {**job, "path": None, "tests": job.get("confirm_tests", job["tests"])}
-                pid, fd = self._fork(session, items, job)
-                running[pid] = (index, mutated, fd, [], time.monotonic())
-                selector.register(fd, selectors.EVENT_READ, pid)
-            for key, _ in selector.select(timeout=1.0):
-                pid = key.data
-                chunk = os.read(key.fd, 1 << 16)
-                if chunk:
-                    running[pid][3].append(chunk)
-                    continue
-                selector.unregister(key.fd)
-                index, mutated, fd, chunks, _ = running.pop(pid)
-                os.close(fd)
-                os.waitpid(pid, 0)
-                answer = _decode(b"".join(chunks))
-                if mutated:
-                    results[index] = answer
-                    if self._confirm(answer, mutants[index]["tests"]):
-                        pending.insert(0, (index, False))
-                else:
-                    results[index]["original"] = answer
-            now = time.monotonic()
-            for pid, (index, mutated, fd, _, started) in list(running.items()):
-                if now - started > timeout:  # a loop in C code: the last resort
-                    os.kill(pid, signal.SIGKILL)
-                    selector.unregister(fd)
-                    os.close(fd)
-                    os.waitpid(pid, 0)
-                    del running[pid]
-                    answer = {"outcomes": {}, "reports": {}, "timed_out": True}
-                    if mutated:
-                        results[index] = answer
-                    else:
-                        results[index]["original"] = answer
-        self.results = results
+        fan_out(self.spec, self.todo, self.results, lambda job: self._child(session, items, job))
         return True
 
-    def _confirm(self, answer, tests):
-        if "outcomes" not in answer or answer.get("timed_out"):
-            return False
-        outcomes = answer["outcomes"]
-        if any(o == "timeout" for o in outcomes.values()):
-            return False
-        failing = sum(1 for t in tests if outcomes.get(t) != "passed")
-        return 1 <= failing <= int(self.spec.get("confirm", 0))
-
-    def _fork(self, session, items, job):
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid:
-            os.close(write)
-            return pid, read
-        os.close(read)
-        try:
-            answer = self._child(session, items, job)
-        except BaseException as error:  # noqa: BLE001 - reported, the parent decides
-            answer = {"fallback": f"{type(error).__name__}: {error}"}
-        data = json.dumps(answer).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(write, view) :]
-        os._exit(0)
-
     def _child(self, session, items, job):
-        pm = session.config.pluginmanager
-        reporter = pm.get_plugin("terminalreporter")
-        if reporter is not None:
-            pm.unregister(reporter)  # children run at once: their progress is noise
         if job["path"] is not None:
             why = swap(job)
             if why is not None:
@@ -313,12 +244,109 @@ class Batch:
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
             if self.recorder.enough():
                 break
-        outcomes = {t: "missing" for t in job["tests"] if t not in items}
-        outcomes.update(self.recorder.outcomes)
-        failing = [t for t in job["tests"] if outcomes.get(t) != "passed"]
-        kept = failing[: int(self.spec.get("reports", 2))]
-        reports = {t: self.recorder.reports[t] for t in kept if t in self.recorder.reports}
-        return {"outcomes": outcomes, "reports": reports}
+        missing = {t: "missing" for t in job["tests"] if t not in items}
+        return answer_of(self.spec, job, self.recorder, missing)
+
+
+def fresh_child(pytest, spec, recorder, job):
+    """The job's tests by a pytest run of their own in this child, the mutant's module
+    imported from the mutated text (an import hook): as a fresh process would."""
+    if job["path"] is not None:
+        serve_mutant(job)
+    else:
+        recorder.stop = 0
+    recorder.outcomes, recorder.reports, recorder.session = {}, {}, None
+    pytest.main([*spec.get("options", []), *job["tests"]], plugins=[recorder])
+    missing = {t: "missing" for t in job["tests"] if "::" in t}
+    return answer_of(spec, job, recorder, missing)
+
+
+def answer_of(spec, job, recorder, missing):
+    outcomes = {**missing, **recorder.outcomes}
+    failing = [t for t in job["tests"] if outcomes.get(t) != "passed"]
+    kept = failing[: int(spec.get("reports", 2))]
+    return {"outcomes": outcomes,
+            "reports": {t: recorder.reports[t] for t in kept if t in recorder.reports}}  # fmt: skip
+
+
+def fan_out(spec, todo, results, child):
+    """Each job of `todo` (indices of the spec's mutants) in a forked child, `jobs` at a
+    time; when one breaks 1 to `confirm` tests and none ran out of budget, another child
+    runs its `confirm_tests` on the original. Answers land in `results` by index."""
+    mutants = spec["mutants"]
+    pending = [(i, True) for i in todo]  # (mutant, mutated?)
+    running = {}  # pid -> (mutant index, mutated?, read end, chunks, started)
+    selector = selectors.DefaultSelector()
+    timeout = float(spec.get("timeout", 300))
+
+    def done(index, mutated, answer):
+        if mutated:
+            results[index] = answer
+            if _confirm(spec, answer, mutants[index]["tests"]):
+                pending.insert(0, (index, False))
+        else:
+            results[index]["original"] = answer
+
+    while pending or running:
+        while pending and len(running) < max(1, int(spec.get("jobs", 1))):
+            index, mutated = pending.pop(0)
+            job = mutants[index]
+            if not mutated:  # the original, on the whole set
+                job = {**job, "path": None, "tests": job.get("confirm_tests", job["tests"])}
+            pid, fd = _fork(child, job)
+            running[pid] = (index, mutated, fd, [], time.monotonic())
+            selector.register(fd, selectors.EVENT_READ, pid)
+        for key, _ in selector.select(timeout=1.0):
+            pid = key.data
+            chunk = os.read(key.fd, 1 << 16)
+            if chunk:
+                running[pid][3].append(chunk)
+                continue
+            selector.unregister(key.fd)
+            index, mutated, fd, chunks, _ = running.pop(pid)
+            os.close(fd)
+            os.waitpid(pid, 0)
+            done(index, mutated, _decode(b"".join(chunks)))
+        now = time.monotonic()
+        for pid, (index, mutated, fd, _, started) in list(running.items()):
+            if now - started > timeout:  # a loop in C code: the last resort
+                os.kill(pid, signal.SIGKILL)
+                selector.unregister(fd)
+                os.close(fd)
+                os.waitpid(pid, 0)
+                del running[pid]
+                done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True})
+    selector.close()
+
+
+def _confirm(spec, answer, tests):
+    if "outcomes" not in answer or answer.get("timed_out"):
+        return False
+    outcomes = answer["outcomes"]
+    if any(o == "timeout" for o in outcomes.values()):
+        return False
+    failing = sum(1 for t in tests if outcomes.get(t) != "passed")
+    return 1 <= failing <= int(spec.get("confirm", 0))
+
+
+def _fork(child, job):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    os.close(read)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)  # children run at once: their progress is noise
+    os.dup2(quiet, 2)
+    try:
+        answer = child(job)
+    except BaseException as error:  # noqa: BLE001 - reported, the parent decides
+        answer = {"fallback": f"{type(error).__name__}: {error}"}
+    view = memoryview(json.dumps(answer).encode())
+    while view:
+        view = view[os.write(write, view) :]
+    os._exit(0)
 
 
 def _decode(data):
@@ -326,6 +354,37 @@ def _decode(data):
         return json.loads(data)
     except ValueError:
         return {"fallback": "the child ended without an answer"}
+
+
+def serve_mutant(job):
+    """Import the job's module from the mutated text from now on (a finder ahead of the
+    others; pytest's assertion rewriter, placed later, leaves non-test modules alone)."""
+    from importlib.machinery import PathFinder, SourceFileLoader
+
+    path = os.path.realpath(os.path.join(os.getcwd(), job["path"]))
+    with open(path, encoding="utf-8") as f:
+        original = f.read()
+    mutated = original[: job["start"]] + job["replacement"] + original[job["end"] :]
+
+    class Loader(SourceFileLoader):
+        def get_code(self, fullname):
+            return compile(mutated, self.path, "exec", dont_inherit=True)
+
+        def get_source(self, fullname):
+            return mutated
+
+    class Finder:
+        @staticmethod
+        def find_spec(fullname, search=None, target=None):
+            spec = PathFinder.find_spec(fullname, search)
+            if spec is None or not spec.origin or os.path.realpath(spec.origin) != path:
+                return None
+            spec.loader = Loader(fullname, spec.origin)
+            lines = mutated.splitlines(True)
+            linecache.cache[spec.origin] = (len(mutated), None, lines, spec.origin)
+            return spec
+
+    sys.meta_path.insert(0, Finder)
 
 
 def swap(job):

@@ -7,10 +7,11 @@ out of its CPU budget is the outcome "timeout", and its candidate is excluded.
 
 Two ways to run a candidate's set, with the same verdict: `judge` gives it a pytest process
 of its own (the mutated file staged in a branch), `judge_batch` judges many candidates in one
-process that collects the tests once and forks a child per candidate, swapping the mutated
-functions' code in (`_pytest_driver.run_batch`). A candidate the swap cannot express exactly
-(a function that runs at import time, a changed closure, a module imported only by a test)
-goes the first way.
+process that forks a child per candidate (`_pytest_driver.run_batch`): after one collection
+the child swaps the mutated functions' code in, or, for a function that runs at import time,
+a child forked before anything is imported imports the mutated text. A candidate the swap
+cannot express exactly (a changed closure, a module imported only by a test) goes the first
+way.
 """
 
 from __future__ import annotations
@@ -238,12 +239,14 @@ def judge_batch(ws: Any, env: Environment, base: Baseline, texts: dict[str, str]
                 opts: Options, budget: dict[str, float], mutants: Sequence[mutation.Mutant],
                 name: str) -> list[Judged | None]:  # fmt: skip
     """Candidates judged in one pytest process (see `_pytest_driver.run_batch`), in order;
-    None where the batch cannot judge one exactly (the caller runs `judge` for it). Every
-    candidate given must compile and must not run at import time."""
+    None where the batch cannot judge one exactly (the caller runs `judge` for it). Those
+    whose function runs at import time are imported afresh in their child, the others have
+    their code swapped in after one collection. Every candidate given must compile."""
     sets = [hidden_set(m, base, opts.pass_to_pass, opts.seed) for m in mutants]
     reach = [reached(m, base, tests) for m, tests in zip(mutants, sets, strict=True)]
     jobs = [{"path": m.path, "start": m.start, "end": m.end, "replacement": m.replacement,
-             "function": m.function, "tests": r, "confirm_tests": tests}
+             "function": m.function, "tests": r, "confirm_tests": tests,
+             "fresh": at_import(m, base)}
             for m, tests, r in zip(mutants, sets, reach, strict=True)]  # fmt: skip
     graded = sorted({t for s in sets for t in s})
     spec = {"options": [*env.options], "paths": list(opts.paths), "jobs": opts.workers,

@@ -58,7 +58,6 @@ from .mutation_runs import (
     Baseline,
     Judged,
     Options,
-    at_import,
     baseline,
     budgets,
     compiles,
@@ -327,7 +326,7 @@ def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
     """Each candidate's verdict, in order: those a fork can judge in one batch process, the
     others (and those the batch answered "fallback") in a run each, `workers` at a time."""
     verdicts: list[Judged | None] = [None] * len(batch)
-    forkable = [i for i, m in enumerate(batch) if opts.fork and not at_import(m, base)
+    forkable = [i for i, m in enumerate(batch) if opts.fork
                 and (not opts.lint or compiles(m.path, m.apply(texts[m.path])))]  # fmt: skip
     began = time.perf_counter()
     if forkable:
