@@ -13,12 +13,19 @@
 3. Each candidate must compile, and its hidden set is chosen before anything runs: the
    passing tests that reach its function (all passing tests when the function runs at import
    time, where coverage cannot tell) plus a sample of `pass_to_pass` other passing tests,
-   drawn from a generator seeded by `seed` and the mutant. That set runs on the mutant, in a
-   branch of its own (the checkout is never written). The candidate is kept when at least one
-   and at most `max_failing` tests fail and none ran out of its budget, the run finished and
-   no module failed to import; then the same set runs on the original and must pass
-   entirely. A kept task is therefore exactly what `validate()` checks: its hidden tests
-   fail on the task and pass on the original, run as one set.
+   drawn from a generator seeded by `seed` and the mutant. The tests reaching the function
+   run on the mutant (the others never execute the changed code), until the verdict is known.
+   The candidate is kept when at least one and at most `max_failing` of them fail and none ran
+   out of its budget or failed to import; then the whole set runs on the original and must
+   pass entirely. A kept task is therefore what `validate()` checks: its hidden tests fail on
+   the task and pass on the original, run as one set.
+   Candidates are judged in batches (`fork=True`): one pytest process in a throwaway branch
+   collects the tests once and forks a child per candidate, which swaps the mutated
+   functions' code into the live function objects (or, for a function run at import time, a
+   child forked before the project is imported imports the mutated text); `workers` children
+   at a time. A candidate the swap cannot express exactly (a module first imported by a test,
+   a closure whose variables change) gets a pytest process of its own, as every candidate
+   does with `fork=False`; both ways decide alike (tests/test_suites_fork.py).
 4. A kept mutant becomes a task: it starts from the mutant, its statement is a bug report
    written from what fails (the test ids and pytest's report), its hidden tests are the
    failing tests (`fail_to_pass`) and the rest of the set (`pass_to_pass`), and its
@@ -27,15 +34,19 @@
 Reproducible: the same project, command, `n` and `seed` give the same suite byte for byte
 (`Suite.to_json()`) on an idle or a loaded machine. Nothing decides by wall-clock time: a
 looping test is stopped by its CPU budget, and a candidate with a test out of budget is
-excluded ("timed out"), whatever the load; candidates may be judged `workers` at a time, but
-they are taken in their seeded order. The tests themselves are assumed deterministic (a
-flaky test can flip a candidate). Cost: one coverage run of the suite, then per candidate one
-run of its set, and per kept task one more run on the original (figures in docs/suites.md).
+excluded ("timed out"), whatever the load; candidates are judged a batch at a time, but they
+are taken in their seeded order. The tests themselves are assumed deterministic (a flaky test
+can flip a candidate). Cost: one coverage run of the suite, then per batch one collection,
+per candidate a fork running the tests that reach its function, and per kept task one more
+fork running its set on the original (figures in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
-with plugin autoloading off unless `autoload=True`; equivalent mutants are weeded out only
-by "no test fails"; a loop inside C code ignores the CPU budget and is stopped by the run's
-wall-clock `timeout` (a last resort: keep it generous, as its outcome depends on the load).
+with plugin autoloading off unless `autoload=True`; the sample of other tests does not run
+on the mutant, so one that would fail there only through an earlier test's side effects is
+graded as `pass_to_pass` (it passes on the original, so the task stays valid); equivalent
+mutants are weeded out only by "no test fails"; a loop inside C code ignores the CPU budget
+and is stopped by the run's wall-clock `timeout` (a last resort: keep it generous, as its
+outcome depends on the load).
 """
 
 from __future__ import annotations
@@ -227,8 +238,9 @@ def mutation_suite(
     10 * n); `python`/`setup`/`autoload`: the environment the tests run in; `lint`: reject
     candidates that do not compile; `workers`: candidates judged at once (the result is the
     same for any number); `budget_multiple`/`budget_constant`: each test's CPU budget from
-    its own time on the original; `timeout`: the wall-clock limit of one run (a last resort).
-    Bad arguments raise `ArgumentError`.
+    its own time on the original; `timeout`: the wall-clock limit of one run (a last resort);
+    `fork`: judge in batches of forked children (False: a process per candidate, slower,
+    the same suite). Bad arguments raise `ArgumentError`.
     """
     root = _check_args(path, n, max_failing, pass_to_pass, per_function)
     _check_positive(workers=workers, budget_multiple=budget_multiple,
