@@ -67,3 +67,15 @@ def test_the_server_is_pinned_to_the_cells_branch_with_the_start_staged(tmp_path
     flag, staged = argv[4:6]
     path, file = staged.split("=", 1)
     assert flag == "--stage" and path == "a.py" and Path(file).read_text() == "x = 1\n"
+
+
+def test_a_file_that_is_no_saved_timeline_is_refused(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("x = 1\n")
+    (tmp_path / "other.json").write_text("{}")
+    with sk.Workspace(src, servers=[]) as ws:
+        with pytest.raises(sk.ArgumentError, match="not a saved timeline"):
+            ws.adopt_timeline(tmp_path / "other.json")
+        ws.save_timeline(tmp_path / "empty.json")
+        assert ws.adopt_timeline(tmp_path / "empty.json") == [] and ws.events() == []
