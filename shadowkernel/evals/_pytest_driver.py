@@ -17,8 +17,9 @@ CPU seconds for tests the mapping does not name, "durations": bool, "stop": N or
 "timeout", or "missing" when it was not found) and the report of each failure; with
 "coverage" it carries, per measured file, the lines each test executed (`switch_context` per
 test: lines run at import or collection time belong to the context ""); with "durations" the
-CPU seconds each test took (setup to teardown). With "stop" the run ends as soon as its
-verdict is known: a test ran out of its budget, or more than N tests did not pass.
+CPU seconds each test took (setup to teardown); "cpu" is the run's own CPU time (with the
+children it waited for). With "stop" the run ends as soon as its verdict is known: a test
+ran out of its budget, or more than N tests did not pass.
 
 A test's budget is CPU time of this process (`ITIMER_PROF`), not wall time: a test that
 loops is stopped the same way on an idle machine and on a loaded one, so its outcome
@@ -169,6 +170,7 @@ def run_spec(spec):
         result["coverage"] = coverage_lines(coverage)
     if spec.get("durations"):
         result["durations"] = recorder.durations
+    result["cpu"] = cpu_seconds()
     print(RESULT + json.dumps(result, sort_keys=True), flush=True)
     return result["hidden"]
 
@@ -214,8 +216,17 @@ def run_batch(spec):
     if server.todo:
         code = int(pytest.main([*spec.get("options", []), *spec.get("paths", [])],
                                plugins=[recorder, server]))  # fmt: skip
-    print(RESULT + json.dumps({"hidden": code, "batch": results}, sort_keys=True), flush=True)
+    result = {"hidden": code, "batch": results, "cpu": cpu_seconds()}
+    print(RESULT + json.dumps(result, sort_keys=True), flush=True)
     return code
+
+
+def cpu_seconds():
+    """The CPU time of this process and of the children it waited for (user + system)."""
+    import resource
+
+    usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
 
 
 class Batch:

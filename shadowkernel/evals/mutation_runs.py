@@ -40,6 +40,7 @@ class Baseline:
     seconds: float
     order: tuple[str, ...] = ()  # the passing tests, by id (the order sets run in)
     durations: dict[str, float] = field(default_factory=dict)  # test id -> CPU seconds
+    cpu: float = 0.0  # the run's CPU seconds
 
 
 def at_import(mutant: mutation.Mutant, baseline: Baseline) -> bool:
@@ -80,6 +81,7 @@ class Options:
     budget_constant: float
     fork: bool = True  # judge in batches of forked children (see `judge_batch`)
     paths: tuple[str, ...] = ()  # what the user's command selects (a batch collects these)
+    import_time: bool = True  # mutate functions that run at import time too
 
 
 def budgets(durations: dict[str, float], multiple: float, constant: float) -> dict[str, float]:
@@ -121,7 +123,7 @@ def baseline(ws: Any, env: Environment, command: Command, sources: list[str], ti
                             f"({len(outcomes)} ran); the suite needs passing tests to "
                             "break")  # fmt: skip
     return Baseline(frozenset(order), outcomes, data["coverage"], time.perf_counter() - began,
-                    order, data.get("durations", {}))  # fmt: skip
+                    order, data.get("durations", {}), data.get("cpu", 0.0))  # fmt: skip
 
 
 def compiles(path: str, text: str) -> bool:
@@ -140,6 +142,7 @@ class Outcome:
     reports: dict[str, str]
     timed_out: bool = False
     finished: bool = True
+    cpu: float = 0.0  # the run's CPU seconds (0 for a child of a batch)
 
 
 def hidden_set(mutant: mutation.Mutant, base: Baseline, sample: int, seed: int) -> list[str]:
@@ -166,7 +169,7 @@ def run_set(ws: Any, env: Environment, name: str, edit: tuple[str, str] | None,
     finally:
         branch.drop()
     return Outcome(data.get("outcomes", {}), data.get("reports", {}), result.timed_out,
-                   "hidden" in data)  # fmt: skip
+                   "hidden" in data, data.get("cpu", 0.0))  # fmt: skip
 
 
 def verdict(run: Outcome, tests: list[str], max_failing: int) -> tuple[str | None, list[str]]:
@@ -191,6 +194,7 @@ class Judged:
     tests: list[str]  # its hidden set
     failing: list[str]
     reports: dict[str, str]
+    cpu: float = 0.0  # CPU seconds of the runs of its own (not of a batch's)
 
 
 def judge(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], opts: Options,
@@ -224,12 +228,14 @@ def decide(run: Outcome, tests: list[str], reach: list[str], max_failing: int,
     """The verdict on the mutant's run of `reach` and, when it is a task, on `original()`'s
     run of the whole set `tests`, which must pass entirely."""
     why, failing = verdict(run, reach, max_failing)
+    cpu = run.cpu
     if why is None:
         again = original()
+        cpu += again.cpu if again is not None else 0.0
         if again is None or again.timed_out or not again.finished or any(
                 again.outcomes.get(t) != "passed" for t in tests):  # fmt: skip
             why = "the set does not pass on the original"
-    return Judged(why, tests, failing, run.reports)
+    return Judged(why, tests, failing, run.reports, cpu)
 
 
 BATCH_FILE = ".shadowkernel-mutants.json"  # staged only in the batch's throwaway branch
@@ -237,9 +243,10 @@ BATCH_FILE = ".shadowkernel-mutants.json"  # staged only in the batch's throwawa
 
 def judge_batch(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
                 opts: Options, budget: dict[str, float], mutants: Sequence[mutation.Mutant],
-                name: str) -> list[Judged | None]:  # fmt: skip
+                name: str) -> tuple[list[Judged | None], float]:  # fmt: skip
     """Candidates judged in one pytest process (see `_pytest_driver.run_batch`), in order;
-    None where the batch cannot judge one exactly (the caller runs `judge` for it). Those
+    None where the batch cannot judge one exactly (the caller runs `judge` for it); and the
+    batch's CPU seconds. Those
     whose function runs at import time are imported afresh in their child, the others have
     their code swapped in after one collection. Every candidate given must compile."""
     sets = [hidden_set(m, base, opts.pass_to_pass, opts.seed) for m in mutants]
@@ -261,9 +268,11 @@ def judge_batch(ws: Any, env: Environment, base: Baseline, texts: dict[str, str]
                             output_cap=256 * 2**20)  # fmt: skip
     finally:
         branch.drop()
-    answers = parse(result.stdout)[2].get("batch") or [None] * len(mutants)
-    return [_judged(a, tests, r, opts.max_failing)
-            for a, tests, r in zip(answers, sets, reach, strict=True)]  # fmt: skip
+    data = parse(result.stdout)[2]
+    answers = data.get("batch") or [None] * len(mutants)
+    judged = [_judged(a, tests, r, opts.max_failing)
+              for a, tests, r in zip(answers, sets, reach, strict=True)]  # fmt: skip
+    return judged, data.get("cpu", 0.0)
 
 
 def _judged(answer: dict[str, Any] | None, tests: list[str], reach: list[str],

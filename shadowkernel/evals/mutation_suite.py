@@ -69,6 +69,7 @@ from .mutation_runs import (
     Baseline,
     Judged,
     Options,
+    at_import,
     baseline,
     budgets,
     compiles,
@@ -103,14 +104,16 @@ def _is_test_or_tooling(name: str) -> bool:
         "conftest.py", "setup.py", "noxfile.py", "fabfile.py")  # fmt: skip
 
 
-def candidates(texts: dict[str, str], baseline: Baseline, seed: int) -> list[mutation.Mutant]:
-    """Mutants of reached functions, shuffled by `seed` within each kind, then interleaved
-    kind by kind (in a seeded order of kinds) so that a suite mixes them."""
+def candidates(texts: dict[str, str], baseline: Baseline, seed: int, import_time: bool = True
+               ) -> list[mutation.Mutant]:  # fmt: skip
+    """Mutants of reached functions (without those run at import time unless
+    `import_time`), shuffled by `seed` within each kind, then interleaved kind by kind (in a
+    seeded order of kinds) so that a suite mixes them."""
     rng = random.Random(seed)
     by_kind: dict[str, list[mutation.Mutant]] = {k: [] for k in mutation.KINDS}
     for path in sorted(texts):
         for m in mutation.mutants(path, texts[path]):
-            if reaching(m, baseline):
+            if reaching(m, baseline) and (import_time or not at_import(m, baseline)):
                 by_kind[m.kind].append(m)
     kinds = list(mutation.KINDS)
     rng.shuffle(kinds)
@@ -189,6 +192,7 @@ class Tally:
     seconds_baseline: float = 0.0
     seconds_batches: float = 0.0  # judging candidates in batch processes
     seconds_single: float = 0.0  # judging those a batch cannot, a process each
+    seconds_cpu: float = 0.0  # CPU of the test processes (baseline, batches, single runs)
     seconds_total: float = 0.0
 
     def reject(self, why: str) -> None:
@@ -200,6 +204,7 @@ class Tally:
                 "seconds_baseline": f"{self.seconds_baseline:.2f}",
                 "seconds_batches": f"{self.seconds_batches:.2f}",
                 "seconds_single": f"{self.seconds_single:.2f}",
+                "seconds_cpu": f"{self.seconds_cpu:.2f}",
                 "seconds_total": f"{self.seconds_total:.2f}"}  # fmt: skip
 
 
@@ -223,6 +228,7 @@ def mutation_suite(
     budget_multiple: float = 10.0,
     budget_constant: float = 2.0,
     fork: bool = True,
+    import_time: bool = True,
     servers: Sequence[Any] = (),
     workspace: Any = None,
     name: str | None = None,
@@ -240,7 +246,9 @@ def mutation_suite(
     same for any number); `budget_multiple`/`budget_constant`: each test's CPU budget from
     its own time on the original; `timeout`: the wall-clock limit of one run (a last resort);
     `fork`: judge in batches of forked children (False: a process per candidate, slower,
-    the same suite). Bad arguments raise `ArgumentError`.
+    the same suite); `import_time`: also mutate functions that run at import time (each is
+    judged on, and its task graded by, every passing test). Bad arguments raise
+    `ArgumentError`.
     """
     root = _check_args(path, n, max_failing, pass_to_pass, per_function)
     _check_positive(workers=workers, budget_multiple=budget_multiple,
@@ -251,16 +259,16 @@ def mutation_suite(
     texts = _read_sources(root, sources)
     opts = Options(n, seed, max_failing, pass_to_pass, per_function, max_candidates or 10 * n,
                    timeout, lint, workers, budget_multiple, budget_constant, fork,
-                   command.paths)  # fmt: skip
+                   command.paths, import_time)  # fmt: skip
     tally, began = Tally(), time.perf_counter()
     own = workspace is None
     if own:
         from ..workspace import Workspace
 
-        workspace = Workspace(root, servers=servers)
+        workspace = Workspace(root, servers=servers, state=None)  # throwaway branches only
     try:
         base = baseline(workspace, env, command, sorted(texts), timeout)
-        tally.seconds_baseline = base.seconds
+        tally.seconds_baseline, tally.seconds_cpu = base.seconds, base.cpu
         budget = budgets(base.durations, budget_multiple, budget_constant)
         tasks = _generate(workspace, env, base, texts, root, opts, budget, tally, progress)
     finally:
@@ -288,7 +296,7 @@ def _generate(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], 
     """Candidates judged a batch at a time, but taken in their seeded order: the counts,
     the per-function limit and the cut at `n` see the same sequence for any batch size and
     number of workers (a candidate judged ahead and then not needed is simply dropped)."""
-    order = candidates(texts, base, opts.seed)
+    order = candidates(texts, base, opts.seed, opts.import_time)
     tally.candidates = len(order)
     per: dict[tuple[str, str], int] = {}
     tasks: list[Task] = []
@@ -342,8 +350,10 @@ def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
                 and (not opts.lint or compiles(m.path, m.apply(texts[m.path])))]  # fmt: skip
     began = time.perf_counter()
     if forkable:
-        judged = judge_batch(ws, env, base, texts, opts, budget, [batch[i] for i in forkable],
-                             f"mutation|batch|{number}")  # fmt: skip
+        chosen = [batch[i] for i in forkable]
+        judged, cpu = judge_batch(ws, env, base, texts, opts, budget, chosen,
+                                  f"mutation|batch|{number}")  # fmt: skip
+        tally.seconds_cpu += cpu
         for i, verdict in zip(forkable, judged, strict=True):
             verdicts[i] = verdict
     tally.seconds_batches += time.perf_counter() - began
@@ -352,6 +362,7 @@ def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
     one = lambda i: judge(ws, env, base, texts, opts, budget, batch[i])  # noqa: E731
     for i, verdict in zip(rest, pool.map(one, rest), strict=True):
         verdicts[i] = verdict
+        tally.seconds_cpu += verdict.cpu
     tally.seconds_single += time.perf_counter() - began
     return [v for v in verdicts if v is not None]
 
