@@ -13,6 +13,8 @@ import pytest
 from overlay_helpers import needs_fuse
 
 import shadowkernel as sk
+from shadowkernel.evals.mutation_runs import Baseline
+from shadowkernel.evals.mutation_suite import candidates
 
 pytestmark = [needs_fuse, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -111,3 +113,13 @@ def test_batches_decide_what_a_process_per_mutant_decides(tmp_path, monkeypatch)
     functions = {t.origin.split(":")[1].split(" ")[0] for t in batched}
     assert {"clamp", "Box.double", "square", "make_adder.add", "halve"} <= functions
     assert json.loads(batched.extra["rejected"]) == json.loads(single.extra["rejected"])
+
+
+def test_import_time_false_leaves_out_functions_run_at_import():
+    text = "def made():\n    return 1 + 1\n\n\ndef used(x):\n    return x + 1\n\n\nVALUE = made()\n"
+    coverage = {"m.py": {"": [1, 2, 5, 9], "t.py::test_used": [6], "t.py::test_value": [2]}}
+    base = Baseline(frozenset({"t.py::test_used", "t.py::test_value"}), {}, coverage, 0.0,
+                    ("t.py::test_used", "t.py::test_value"))  # fmt: skip
+    every = {m.function for m in candidates({"m.py": text}, base, seed=0)}
+    assert every == {"made", "used"}
+    assert {m.function for m in candidates({"m.py": text}, base, 0, import_time=False)} == {"used"}
