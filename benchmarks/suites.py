@@ -1,27 +1,28 @@
 """Task suites from real libraries: reproducible, validated by construction, and enough of them.
 
-    .venv/bin/python benchmarks/suites.py build [--tasks 1000] [--workers 2] [--out DIR]
+    .venv/bin/python benchmarks/suites.py build [--tasks 1000] [--parallel 2] [--out DIR]
     .venv/bin/python benchmarks/suites.py build --scale 0.05      # a measured subset
     .venv/bin/python benchmarks/suites.py repro [--tasks 10]      # the same seed twice
     .venv/bin/python benchmarks/suites.py experiment [--tasks 20] [--seeds 2] [--no-ray]
 
-`build` is the one command that makes >= 1,000 mutation tasks from the seven libraries below, each
-fetched from PyPI (`shadowkernel.evals.pypi`), unpacked under /tmp/shadowkernel-suites and
-mutated with its own pytest suite; each library's suite is written to DIR/<name>.json
-(`Suite.to_json()`). Every kept task is validated while it is made (its hidden set fails on
-the mutant and passes on the original, run as one set), and `build` re-checks a sample of
-each library with `Suite.validate()`. With `--scale` each library's quota is scaled down and
-the time of the whole build is extrapolated from what was measured (baseline once, then the
-seconds per kept task). `repro` makes the more-itertools suite twice with the same seed and
-compares the JSON byte for byte. `experiment` runs the SIMULATED agent over a six suite in
-this process and on a local Ray cluster (its numbers show the machinery, not a model).
+`build` is the one command that makes >= 1,000 mutation tasks from the six libraries below,
+each fetched from PyPI (`shadowkernel.evals.pypi`), unpacked under /tmp/shadowkernel-suites
+and mutated with its own pytest suite (`import_time=False`), two libraries at a time; each
+library's suite is written to DIR/<name>.json (`Suite.to_json()`). Every kept task is
+validated while it is made (its hidden set fails on the mutant and passes on the original,
+run as one set), and `build` re-checks a sample of each library with `Suite.validate()`.
+With `--scale` each library's quota is scaled down and the time of the whole build is
+extrapolated (baseline once, then the seconds per kept task, shared by the two lanes).
+Besides wall time it reports CPU time: each test process's own (the driver reports it) plus
+this process's, which the machine's load barely changes. `repro` makes the more-itertools
+suite twice with the same seed and compares the JSON byte for byte. `experiment` runs the
+SIMULATED agent over a six suite in this process and on a local Ray cluster (its numbers
+show the machinery, not a model).
 
-Measured here (2 cores shared with seven other engineers' test runs, so slow and noisy; the
-load average is printed with every figure): `build --scale 0.02 --validate 1 --workers 2` made
-22 tasks from the 7 libraries in 541 s at load 4.5, all sampled tasks re-validated, and
-projects the 1,000-task build to 258 min there: NOT the 30-minute target (table and caveats
-in docs/suites.md). Prints a table, then one JSON object as the last line. Needs FUSE and the
-libraries' test dependencies in this interpreter (pytest, coverage; hypothesis for none).
+Measured here (2 cores shared with other engineers' test runs; the load average is printed
+with every figure): see docs/suites.md, "1,000 tasks from six libraries", for the table and
+the command's figures. Prints a table, then one JSON object as the last line. Needs FUSE and
+the libraries' test dependencies in this interpreter (pytest, coverage).
 """
 
 from __future__ import annotations
