@@ -56,12 +56,12 @@ class Library:
 
 
 # Small pure-Python libraries whose sdists carry their own pytest suites, which run in seconds.
-# Quotas lean on the libraries whose tests are fast (boltons, toolz) and stay within what each
-# yields without the functions that run at import time (left out: each is judged on the whole
-# suite); they add up to a little more than 1,000 so that one falling short does not sink it.
+# Quotas lean on the libraries whose tests are fast (boltons, toolz); without the functions
+# that run at import time (left out: each is judged on the whole suite) toolz yields 203,
+# parse 41 and inflection 6 (measured), so boltons makes up the rest: 1,120 asked, ~1,025 made.
 LIBRARIES = (
     # its conftest.py predates pytest 8's hook signature (and only skips Python 2 files)
-    Library("boltons", "24.1.0", "python -m pytest tests --noconftest", 600),
+    Library("boltons", "24.1.0", "python -m pytest tests --noconftest", 700),
     Library("toolz", "1.0.0", "python -m pytest toolz/tests", 250),
     Library("parse", "1.20.2", "python -m pytest tests", 100),
     Library("jmespath", "1.0.1", "python -m pytest tests", 60),
