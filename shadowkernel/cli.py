@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from .errors import ShadowError
 
@@ -135,9 +136,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     servers = args.servers or default_mcp_servers()
     _check_pin(args)
 
+    opened: list[Workspace] = []
+
     def open_workspace() -> Workspace:
         state = {None: statedir.DEFAULT, "none": None}.get(args.state, args.state)
         ws = Workspace(args.source, servers=servers, protect=args.protect, state=state)
+        opened.append(ws)
         print(f"shadowkernel mcp: {restored_summary(ws.restored, ws.state_dir)}",
               file=sys.stderr, flush=True)  # fmt: skip
         if args.branch is not None:
@@ -149,7 +153,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return ws
 
     if args.http is None:
-        transports.serve_stdio(open_workspace, args.allow_accept, branch=args.branch)
+        try:
+            transports.serve_stdio(open_workspace, args.allow_accept, branch=args.branch)
+        finally:
+            _save_timeline(opened, args.timeline)
         return 0
     host, port = transports.parse_address(args.http)
     ws = open_workspace()
@@ -166,7 +173,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     finally:
         with transports.stop_signals_ignored():
             ws.close()
+            _save_timeline(opened, args.timeline)
     return 0
+
+
+def _save_timeline(opened: list[Any], path: str | None) -> None:
+    if path is not None and opened:
+        opened[0].save_timeline(path)
 
 
 def _check_pin(args: argparse.Namespace) -> None:
@@ -288,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep the branches in DIR (default: SRC's state directory under "
                           "$XDG_STATE_HOME/shadowkernel; one process at a time per "
                           "DIR; 'none': in memory only)")  # fmt: skip
+    mcp.add_argument("--timeline", metavar="FILE",
+                     help="on closing, write the requests served (the timeline's events, "
+                          "JSON) to FILE, for another workspace to adopt")  # fmt: skip
     mcp.set_defaults(run=cmd_mcp)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour

@@ -33,6 +33,14 @@ def test_an_mcp_client_process_solves_the_task_through_the_tools(tmp_path):
     (step,) = episode.steps
     assert step.edits == [{"kind": "write", "path": edit.path, "text": step.edits[0]["text"]}]
     assert edit.new in step.edits[0]["text"] and episode.stopped == "finished"
+    # What the command asked its server is on the experiment's timeline, under its client's
+    # name and the cell's branch, on the experiment's clock: before the cell's grading run.
+    events = df.attrs["timeline"].frame
+    asked = events[events["client"] == "solver-cli"]
+    (grading,) = events[(events["client"] == "") & (events["op"] == "run")].itertuples()
+    assert list(asked["op"]) == ["lint"] and list(asked["branch"]) == [grading.branch], events
+    assert 0 <= asked["queued"].iloc[0] <= asked["finished"].iloc[0] <= grading.queued
+    assert asked["ok"].all() and events["id"].is_unique
 
 
 def test_a_command_that_does_nothing_is_graded_unsolved():
@@ -59,3 +67,15 @@ def test_the_server_is_pinned_to_the_cells_branch_with_the_start_staged(tmp_path
     flag, staged = argv[4:6]
     path, file = staged.split("=", 1)
     assert flag == "--stage" and path == "a.py" and Path(file).read_text() == "x = 1\n"
+
+
+def test_a_file_that_is_no_saved_timeline_is_refused(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.py").write_text("x = 1\n")
+    (tmp_path / "other.json").write_text("{}")
+    with sk.Workspace(src, servers=[]) as ws:
+        with pytest.raises(sk.ArgumentError, match="not a saved timeline"):
+            ws.adopt_timeline(tmp_path / "other.json")
+        ws.save_timeline(tmp_path / "empty.json")
+        assert ws.adopt_timeline(tmp_path / "empty.json") == [] and ws.events() == []

@@ -1,6 +1,7 @@
 """Suites you can trust, on a real library: more-itertools 11.2.1 from PyPI (its own tests,
-which ours do not use), generated twice with the same seed (once judged two candidates at a
-time) gives the same JSON byte for byte, and every kept task validates; a mutant that loops
+which ours do not use), generated twice with the same seed (once in batches of forked
+children, once a process per candidate, two at a time) gives the same JSON byte for byte,
+and every kept task validates; a mutant that loops
 is stopped by its CPU budget and excluded, whatever the machine's load."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def test_the_same_seed_gives_the_same_suite_byte_for_byte(more_itertools):
     before = snapshot(more_itertools)
     first = sk.mutation_suite(more_itertools, COMMAND, n=6, seed=3, files=FILES, timeout=900)
     second = sk.mutation_suite(more_itertools, COMMAND, n=6, seed=3, files=FILES, timeout=900,
-                               workers=2)  # fmt: skip
+                               workers=2, fork=False)  # fmt: skip
     assert snapshot(more_itertools) == before  # generation never writes the checkout
     assert len(first) == 6 and first.to_json() == second.to_json()
     assert first.tasks == second.tasks and first.budgets  # budgets: measured, not identity

@@ -13,14 +13,17 @@ headers) is written to a fresh working folder; the command runs there with `{pro
 task and the branch to work on), `{mcp_config}` (the configuration's path) and `{workdir}`
 substituted in its arguments, under `time_limit` seconds. Afterwards the branch's files are
 read back through the same server, staged on the experiment's own branch for the cell and
-graded by the task's hidden tests. The command's requests are on that server's timeline under
-the name its MCP client announces.
+graded by the task's hidden tests. The server writes its timeline when it closes
+(`--timeline FILE`) and the experiment's workspace adopts it (`Workspace.adopt_timeline`):
+what the command asked (lints, navigation, runs) is on the experiment's timeline, on its
+clock, under the cell's branch and the name the command's MCP client announced.
 
 Caveats: the server is a process of its own with its own shadow (agents/ cannot import the
-MCP face, and an agent CLI expects a server it can reach), so the experiment's timeline shows
-the grading, not the agent's requests; what the CLI shows its model (its
-own lint feedback) is the CLI's, so the only condition is "lint-tool" (the server's lint
-tool). Nothing is recorded for replay: the CLI talks to its model itself.
+MCP face, and an agent CLI expects a server it can reach), so its requests join the
+experiment's timeline when the cell's command has ended, with that server's lane numbers;
+what the CLI shows its model (its own lint feedback) is the CLI's, so the only condition is
+"lint-tool" (the server's lint tool). Nothing is recorded for replay: the CLI talks to its
+model itself.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ class CommandAgent:
             step.error, step.error_kind, episode.stopped = task.problem, "task", "task"
             return episode
         try:
-            files, exit_code = self._run(branch.workspace.root, branch.name, task)
+            files, exit_code = self._run(branch.workspace, branch.name, task)
             stage_start(branch, task)
             step.edits = _stage_files(branch, task, files)
         except (ShadowError, OSError, subprocess.SubprocessError) as e:
@@ -127,14 +130,22 @@ class CommandAgent:
         episode.solved = result.passed
         return episode
 
-    def _run(self, root: str, name: str, task: Any) -> tuple[dict[str, str | None], int | None]:
+    def _run(self, workspace: Any, name: str, task: Any
+             ) -> tuple[dict[str, str | None], int | None]:  # fmt: skip
         """The command's run against a fresh server pinned to branch `name`: (the branch's
-        files after, exit code or None when it ran out of time)."""
+        files after, exit code or None when it ran out of time). What the server served
+        joins `workspace`'s timeline, under the names its clients announced."""
         with tempfile.TemporaryDirectory(prefix="sk-cell-") as workdir, \
                 tempfile.TemporaryDirectory(prefix="sk-start-") as starts:  # fmt: skip
             pin = pin_arguments(name, getattr(task, "start", ()), starts)
-            with serving(root, self.servers, workdir, pin) as (url, token):
-                return self._command(url, token, name, task, workdir)
+            served = os.path.join(starts, "timeline.json")
+            try:
+                with serving(workspace.root, self.servers, workdir,
+                             [*pin, "--timeline", served]) as (url, token):  # fmt: skip
+                    return self._command(url, token, name, task, workdir)
+            finally:
+                if os.path.exists(served):  # written when the server closed
+                    workspace.adopt_timeline(served)
 
     def _command(self, url: str, token: str, name: str, task: Any,
                  workdir: str) -> tuple[dict[str, str | None], int | None]:  # fmt: skip

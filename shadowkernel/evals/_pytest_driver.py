@@ -8,27 +8,49 @@ with the hidden tests' exit code.
 
     python _pytest_driver.py INI HIDDEN [VISIBLE...]     a suite folder's tests (folders)
     python _pytest_driver.py --spec JSON                 test ids (mutation, SWE-bench tasks)
+    python _pytest_driver.py --batch FILE                many mutants, one collection (below)
 
 The spec is {"hidden": [ids], "visible": [ids], "options": [pytest args], "outcomes": bool,
 "coverage": [include patterns] or null, "budgets": {id: CPU seconds} or null, "budget":
-CPU seconds for tests the mapping does not name, "durations": bool}. With "outcomes" the
-JSON line also carries each test's outcome ("passed", "failed", "error", "skipped",
+CPU seconds for tests the mapping does not name, "durations": bool, "stop": N or null}. With
+"outcomes" the JSON line also carries each test's outcome ("passed", "failed", "error", "skipped",
 "timeout", or "missing" when it was not found) and the report of each failure; with
 "coverage" it carries, per measured file, the lines each test executed (`switch_context` per
 test: lines run at import or collection time belong to the context ""); with "durations" the
-CPU seconds each test took (setup to teardown).
+CPU seconds each test took (setup to teardown); "cpu" is the run's own CPU time (with the
+children it waited for). With "stop" the run ends as soon as its verdict is known: a test
+ran out of its budget, or more than N tests did not pass.
 
 A test's budget is CPU time of this process (`ITIMER_PROF`), not wall time: a test that
 loops is stopped the same way on an idle machine and on a loaded one, so its outcome
 ("timeout") does not depend on the load. A loop inside C code that never returns to the
 interpreter is not interrupted by it; the run's wall-clock limit stops that one.
+
+`--batch FILE` judges many mutants of the project in one process (`mutation_suite`): pytest
+collects the command's tests once, then for each mutant a forked child swaps the mutated
+functions' code into the live function objects (every function of the module whose code the
+mutation changes, line shifts included; linecache shows the mutated text in tracebacks), runs
+the mutant's test ids in their order and reports outcomes and reports through a pipe. When 1
+to `confirm` tests fail and none ran out of budget, another child runs the same ids on the
+original. A mutant the swap cannot express exactly (its module was not imported before the
+tests, the module's structure changes, a closure's cells differ, or no live function holds
+its code) is answered "fallback", and the caller judges it with a run of its own. `jobs`
+children run at once; results are printed in the file's order. The file is JSON: {"options",
+"paths", "budgets", "jobs", "timeout" (wall seconds per child, a last resort), "reports" (how
+many failures' reports to keep), "confirm", "stop" (as above; 0 on the original), "mutants":
+[{"path", "start", "end", "replacement", "function", "tests", "confirm_tests" (the
+ids the original runs)}]}.
 """
 
+import gc
 import json
+import linecache
 import os
+import selectors
 import signal
 import sys
 import time
+import types
 
 VISIBLE = "@@shadowkernel-visible@@"
 HIDDEN = "@@shadowkernel-hidden@@"
@@ -49,10 +71,10 @@ class Recorder:
     """A pytest plugin: each test's outcome and failure report; switches coverage contexts;
     arms each test's CPU budget and measures its CPU time."""
 
-    def __init__(self, coverage=None, budgets=None, budget=None):
+    def __init__(self, coverage=None, budgets=None, budget=None, stop=None):
         self.outcomes, self.reports, self.coverage = {}, {}, coverage
-        self.budgets, self.budget = budgets or {}, budget
-        self.durations, self._started = {}, {}
+        self.budgets, self.budget, self.stop = budgets or {}, budget, stop
+        self.durations, self._started, self.session = {}, {}, None
         if self.budgets or self.budget:
             signal.signal(signal.SIGPROF, _over_budget)
 
@@ -68,6 +90,17 @@ class Recorder:
             self.outcomes[report.nodeid] = "skipped"
         elif report.when == "call" and report.passed:
             self.outcomes.setdefault(report.nodeid, "passed")
+
+    def enough(self):
+        """Whether the verdict is known before the rest runs: a test ran out of its budget,
+        or more than `stop` tests did not pass."""
+        if self.stop is None:
+            return False
+        values = list(self.outcomes.values())
+        return "timeout" in values or sum(o != "passed" for o in values) > self.stop
+
+    def pytest_sessionstart(self, session):
+        self.session = session
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -90,11 +123,16 @@ class Recorder:
         signal.setitimer(signal.ITIMER_PROF, 0)
         if nodeid in self._started:
             self.durations[nodeid] = time.process_time() - self._started.pop(nodeid)
+        if self.session is not None and self.enough():
+            self.session.shouldstop = "the verdict is known"
 
 
 def main(argv):
     if argv[:1] == ["--spec"]:
         return run_spec(json.loads(argv[1]))
+    if argv[:1] == ["--batch"]:
+        with open(argv[1], encoding="utf-8") as f:
+            return run_batch(json.load(f))
     ini, hidden, visible = argv[0], argv[1], argv[2:]
     sys.path.insert(0, os.getcwd())  # the project under test, as `python -m pytest` would
     import pytest
@@ -115,7 +153,7 @@ def run_spec(spec):
     import pytest
 
     coverage = start_coverage(spec["coverage"]) if spec.get("coverage") is not None else None
-    recorder = Recorder(coverage, spec.get("budgets"), spec.get("budget"))
+    recorder = Recorder(coverage, spec.get("budgets"), spec.get("budget"), spec.get("stop"))
     options = list(spec.get("options", []))
     result = {}
     if spec.get("visible"):
@@ -132,6 +170,7 @@ def run_spec(spec):
         result["coverage"] = coverage_lines(coverage)
     if spec.get("durations"):
         result["durations"] = recorder.durations
+    result["cpu"] = cpu_seconds()
     print(RESULT + json.dumps(result, sort_keys=True), flush=True)
     return result["hidden"]
 
@@ -157,6 +196,260 @@ def coverage_lines(cov):
                 by_context.setdefault(context, []).append(line)
         files[os.path.relpath(path, root)] = by_context
     return files
+
+
+# -- many mutants, one collection -----------------------------------------------------------------
+
+
+def run_batch(spec):
+    sys.path.insert(0, os.getcwd())
+    import pytest
+
+    recorder = Recorder(None, spec.get("budgets"), None, spec.get("stop"))
+    mutants = spec["mutants"]
+    results = [None] * len(mutants)
+    fresh = [i for i, m in enumerate(mutants) if m.get("fresh")]
+    # Before anything of the project is imported: these children import the mutant afresh.
+    fan_out(spec, fresh, results, lambda job: fresh_child(pytest, spec, recorder, job))
+    server = Batch(spec, recorder, results, [i for i in range(len(mutants)) if i not in fresh])
+    code = 0
+    if server.todo:
+        code = int(pytest.main([*spec.get("options", []), *spec.get("paths", [])],
+                               plugins=[recorder, server]))  # fmt: skip
+    result = {"hidden": code, "batch": results, "cpu": cpu_seconds()}
+    print(RESULT + json.dumps(result, sort_keys=True), flush=True)
+    return code
+
+
+def cpu_seconds():
+    """The CPU time of this process and of the children it waited for (user + system)."""
+    import resource
+
+    usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+class Batch:
+    """A pytest plugin taking over the run loop once the tests are collected: a forked
+    child per mutant swaps its code in and runs its tests."""
+
+    def __init__(self, spec, recorder, results, todo):
+        self.spec, self.recorder, self.results, self.todo = spec, recorder, results, todo
+
+    def pytest_runtestloop(self, session):
+        items = {item.nodeid: item for item in session.items}
+        fan_out(self.spec, self.todo, self.results, lambda job: self._child(session, items, job))
+        return True
+
+    def _child(self, session, items, job):
+        if job["path"] is not None:
+            why = swap(job)
+            if why is not None:
+                return {"fallback": why}
+        else:
+            self.recorder.stop = 0  # the original must pass entirely
+        self.recorder.outcomes, self.recorder.reports, self.recorder.session = {}, {}, None
+        chosen = [items[t] for t in job["tests"] if t in items]
+        for i, item in enumerate(chosen):
+            following = chosen[i + 1] if i + 1 < len(chosen) else None
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
+            if self.recorder.enough():
+                break
+        missing = {t: "missing" for t in job["tests"] if t not in items}
+        return answer_of(self.spec, job, self.recorder, missing)
+
+
+def fresh_child(pytest, spec, recorder, job):
+    """The job's tests by a pytest run of their own in this child, the mutant's module
+    imported from the mutated text (an import hook): as a fresh process would."""
+    if job["path"] is not None:
+        serve_mutant(job)
+    else:
+        recorder.stop = 0
+    recorder.outcomes, recorder.reports, recorder.session = {}, {}, None
+    pytest.main([*spec.get("options", []), *job["tests"]], plugins=[recorder])
+    missing = {t: "missing" for t in job["tests"] if "::" in t}
+    return answer_of(spec, job, recorder, missing)
+
+
+def answer_of(spec, job, recorder, missing):
+    outcomes = {**missing, **recorder.outcomes}
+    failing = [t for t in job["tests"] if outcomes.get(t) != "passed"]
+    kept = failing[: int(spec.get("reports", 2))]
+    return {"outcomes": outcomes,
+            "reports": {t: recorder.reports[t] for t in kept if t in recorder.reports}}  # fmt: skip
+
+
+def fan_out(spec, todo, results, child):
+    """Each job of `todo` (indices of the spec's mutants) in a forked child, `jobs` at a
+    time; when one breaks 1 to `confirm` tests and none ran out of budget, another child
+    runs its `confirm_tests` on the original. Answers land in `results` by index."""
+    mutants = spec["mutants"]
+    pending = [(i, True) for i in todo]  # (mutant, mutated?)
+    running = {}  # pid -> (mutant index, mutated?, read end, chunks, started)
+    selector = selectors.DefaultSelector()
+    timeout = float(spec.get("timeout", 300))
+
+    def done(index, mutated, answer):
+        if mutated:
+            results[index] = answer
+            if _confirm(spec, answer, mutants[index]["tests"]):
+                pending.insert(0, (index, False))
+        else:
+            results[index]["original"] = answer
+
+    while pending or running:
+        while pending and len(running) < max(1, int(spec.get("jobs", 1))):
+            index, mutated = pending.pop(0)
+            job = mutants[index]
+            if not mutated:  # the original, on the whole set
+                job = {**job, "path": None, "tests": job.get("confirm_tests", job["tests"])}
+            pid, fd = _fork(child, job)
+            running[pid] = (index, mutated, fd, [], time.monotonic())
+            selector.register(fd, selectors.EVENT_READ, pid)
+        for key, _ in selector.select(timeout=1.0):
+            pid = key.data
+            chunk = os.read(key.fd, 1 << 16)
+            if chunk:
+                running[pid][3].append(chunk)
+                continue
+            selector.unregister(key.fd)
+            index, mutated, fd, chunks, _ = running.pop(pid)
+            os.close(fd)
+            os.waitpid(pid, 0)
+            done(index, mutated, _decode(b"".join(chunks)))
+        now = time.monotonic()
+        for pid, (index, mutated, fd, _, started) in list(running.items()):
+            if now - started > timeout:  # a loop in C code: the last resort
+                os.kill(pid, signal.SIGKILL)
+                selector.unregister(fd)
+                os.close(fd)
+                os.waitpid(pid, 0)
+                del running[pid]
+                done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True})
+    selector.close()
+
+
+def _confirm(spec, answer, tests):
+    if "outcomes" not in answer or answer.get("timed_out"):
+        return False
+    outcomes = answer["outcomes"]
+    if any(o == "timeout" for o in outcomes.values()):
+        return False
+    failing = sum(1 for t in tests if outcomes.get(t) != "passed")
+    return 1 <= failing <= int(spec.get("confirm", 0))
+
+
+def _fork(child, job):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    os.close(read)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)  # children run at once: their progress is noise
+    os.dup2(quiet, 2)
+    try:
+        answer = child(job)
+    except BaseException as error:  # noqa: BLE001 - reported, the parent decides
+        answer = {"fallback": f"{type(error).__name__}: {error}"}
+    view = memoryview(json.dumps(answer).encode())
+    while view:
+        view = view[os.write(write, view) :]
+    os._exit(0)
+
+
+def _decode(data):
+    try:
+        return json.loads(data)
+    except ValueError:
+        return {"fallback": "the child ended without an answer"}
+
+
+def serve_mutant(job):
+    """Import the job's module from the mutated text from now on (a finder ahead of the
+    others; pytest's assertion rewriter, placed later, leaves non-test modules alone)."""
+    from importlib.machinery import PathFinder, SourceFileLoader
+
+    path = os.path.realpath(os.path.join(os.getcwd(), job["path"]))
+    with open(path, encoding="utf-8") as f:
+        original = f.read()
+    mutated = original[: job["start"]] + job["replacement"] + original[job["end"] :]
+
+    class Loader(SourceFileLoader):
+        def get_code(self, fullname):
+            return compile(mutated, self.path, "exec", dont_inherit=True)
+
+        def get_source(self, fullname):
+            return mutated
+
+    class Finder:
+        @staticmethod
+        def find_spec(fullname, search=None, target=None):
+            spec = PathFinder.find_spec(fullname, search)
+            if spec is None or not spec.origin or os.path.realpath(spec.origin) != path:
+                return None
+            spec.loader = Loader(fullname, spec.origin)
+            lines = mutated.splitlines(True)
+            linecache.cache[spec.origin] = (len(mutated), None, lines, spec.origin)
+            return spec
+
+    sys.meta_path.insert(0, Finder)
+
+
+def swap(job):
+    """Make the live functions of the job's module run the mutated text, as importing the
+    mutated module would have; None, or why that cannot be done exactly."""
+    path = os.path.realpath(os.path.join(os.getcwd(), job["path"]))
+    module = next((m for m in list(sys.modules.values()) if _is_file(m, path)), None)
+    if module is None:
+        return "its module is not imported before the tests run"
+    filename = module.__file__
+    with open(path, encoding="utf-8") as f:
+        original = f.read()
+    mutated = original[: job["start"]] + job["replacement"] + original[job["end"] :]
+    pairs = {}
+    before = compile(original, filename, "exec", dont_inherit=True)
+    after = compile(mutated, filename, "exec", dont_inherit=True)
+    if not _pair(before, after, pairs):
+        return "the mutant changes the module's structure"
+    swapped = set()
+    for obj in gc.get_objects():
+        if type(obj) is types.FunctionType and obj.__code__.co_filename == filename:
+            new = pairs.get(obj.__code__)
+            if new is None:
+                continue
+            if new.co_freevars != obj.__code__.co_freevars:
+                return "the mutant changes a closure's variables"
+            obj.__code__ = new
+            swapped.add(new.co_qualname.replace(".<locals>", ""))
+    target = job["function"]
+    if not any(target == name or target.startswith(name + ".") for name in swapped):
+        return "no live function holds the mutated code"
+    linecache.cache[filename] = (len(mutated), None, mutated.splitlines(True), filename)
+    return None
+
+
+def _is_file(module, path):
+    name = getattr(module, "__file__", None)
+    return isinstance(name, str) and os.path.realpath(name) == path
+
+
+def _pair(before, after, pairs):
+    """Pair the code objects of two compilations of a module, position by position; False
+    when their nesting differs (then a mutant cannot be swapped in)."""
+    if before == after:
+        return True
+    if before.co_qualname != after.co_qualname:
+        return False
+    if pairs.setdefault(before, after) != after:
+        return False  # two equal original codes, mutated differently: ambiguous
+    inner = [[c for c in code.co_consts if isinstance(c, types.CodeType)]
+             for code in (before, after)]  # fmt: skip
+    if len(inner[0]) != len(inner[1]):
+        return False
+    return all(_pair(a, b, pairs) for a, b in zip(*inner, strict=True))
 
 
 if __name__ == "__main__":

@@ -104,17 +104,27 @@ _GRADES = itertools.count(1)
 
 
 def spec_argv(env: Any, hidden: list[str], visible: list[str], coverage: list[str] | None = None,
-              budgets: Mapping[str, float] | None = None, durations: bool = False
-              ) -> list[str]:  # fmt: skip
+              budgets: Mapping[str, float] | None = None, durations: bool = False,
+              stop: int | None = None) -> list[str]:  # fmt: skip
     """The driver's command for test ids in the project's Environment (a shell line when it
     has a setup command). `budgets`: CPU seconds per test id (those run and named)."""
     spec: dict[str, Any] = {"hidden": hidden, "visible": visible,
                             "options": list(env.options), "outcomes": True,
                             "coverage": coverage, "durations": durations}  # fmt: skip
+    if stop is not None:
+        spec["stop"] = stop
     if budgets:
         spec["budgets"] = {t: budgets[t] for t in dict.fromkeys([*visible, *hidden])
                            if t in budgets}  # fmt: skip
-    argv = [env.python, DRIVER, "--spec", json.dumps(spec)]
+    return _in_setup(env, [env.python, DRIVER, "--spec", json.dumps(spec)])
+
+
+def batch_argv(env: Any, spec_file: str) -> list[str]:
+    """The driver's command judging a batch of mutants (`_pytest_driver.run_batch`)."""
+    return _in_setup(env, [env.python, DRIVER, "--batch", spec_file])
+
+
+def _in_setup(env: Any, argv: list[str]) -> list[str]:
     if env.setup:
         return ["/bin/sh", "-c", f"{env.setup} && exec {shlex.join(argv)}"]
     return argv

@@ -4,18 +4,28 @@ The baseline run (coverage per test, each test's CPU time), each test's CPU budg
 hidden set chosen before anything runs, the run of that set on the mutant and then on the
 original, and the verdict. Every decision here reads outcomes, never wall-clock time: a test
 out of its CPU budget is the outcome "timeout", and its candidate is excluded.
+
+Two ways to run a candidate's set, with the same verdict: `judge` gives it a pytest process
+of its own (the mutated file staged in a branch), `judge_batch` judges many candidates in one
+process that forks a child per candidate (`_pytest_driver.run_batch`): after one collection
+the child swaps the mutated functions' code in, or, for a function that runs at import time,
+a child forked before anything is imported imports the mutated text. A candidate the swap
+cannot express exactly (a changed closure, a module imported only by a test) goes the first
+way.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ArgumentError
 from . import mutation
-from .check import parse, spec_argv, variables
+from .check import batch_argv, parse, spec_argv, variables
 from .pytest_command import Command
 from .suite import Environment
 
@@ -30,6 +40,15 @@ class Baseline:
     seconds: float
     order: tuple[str, ...] = ()  # the passing tests, by id (the order sets run in)
     durations: dict[str, float] = field(default_factory=dict)  # test id -> CPU seconds
+    cpu: float = 0.0  # the run's CPU seconds
+
+
+def at_import(mutant: mutation.Mutant, baseline: Baseline) -> bool:
+    """Whether the mutant's function body runs while the modules are imported or the tests
+    collected (then only a fresh process shows what the mutant does)."""
+    first, last = mutant.body
+    lines = baseline.coverage.get(mutant.path, {}).get(IMPORT_TIME, [])
+    return any(first <= n <= last for n in lines)
 
 
 def reaching(mutant: mutation.Mutant, baseline: Baseline) -> list[str]:
@@ -60,6 +79,9 @@ class Options:
     workers: int
     budget_multiple: float
     budget_constant: float
+    fork: bool = True  # judge in batches of forked children (see `judge_batch`)
+    paths: tuple[str, ...] = ()  # what the user's command selects (a batch collects these)
+    import_time: bool = True  # mutate functions that run at import time too
 
 
 def budgets(durations: dict[str, float], multiple: float, constant: float) -> dict[str, float]:
@@ -69,9 +91,10 @@ def budgets(durations: dict[str, float], multiple: float, constant: float) -> di
 
 
 def run_tests(branch: Any, env: Environment, tests: list[str], timeout: float,
-              coverage: list[str] | None = None, budget: dict[str, float] | None = None
-              ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
-    argv = spec_argv(env, tests, [], coverage, budget, durations=coverage is not None)
+              coverage: list[str] | None = None, budget: dict[str, float] | None = None,
+              stop: int | None = None) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    argv = spec_argv(env, tests, [], coverage, budget, durations=coverage is not None,
+                     stop=stop)  # fmt: skip
     result = branch.run(argv, timeout=timeout, cwd=".", env=variables(env),
                         output_cap=64 * 2**20)  # fmt: skip
     return result, parse(result.stdout)[2]
@@ -100,7 +123,7 @@ def baseline(ws: Any, env: Environment, command: Command, sources: list[str], ti
                             f"({len(outcomes)} ran); the suite needs passing tests to "
                             "break")  # fmt: skip
     return Baseline(frozenset(order), outcomes, data["coverage"], time.perf_counter() - began,
-                    order, data.get("durations", {}))  # fmt: skip
+                    order, data.get("durations", {}), data.get("cpu", 0.0))  # fmt: skip
 
 
 def compiles(path: str, text: str) -> bool:
@@ -119,6 +142,7 @@ class Outcome:
     reports: dict[str, str]
     timed_out: bool = False
     finished: bool = True
+    cpu: float = 0.0  # the run's CPU seconds (0 for a child of a batch)
 
 
 def hidden_set(mutant: mutation.Mutant, base: Baseline, sample: int, seed: int) -> list[str]:
@@ -132,17 +156,20 @@ def hidden_set(mutant: mutation.Mutant, base: Baseline, sample: int, seed: int) 
 
 
 def run_set(ws: Any, env: Environment, name: str, edit: tuple[str, str] | None,
-            tests: list[str], opts: Options, budget: dict[str, float]) -> Outcome:  # fmt: skip
-    """`tests` run in a fresh branch (with `edit` staged: path, text), dropped afterwards."""
+            tests: list[str], opts: Options, budget: dict[str, float], stop: int
+            ) -> Outcome:  # fmt: skip
+    """`tests` run in a fresh branch (with `edit` staged: path, text), dropped afterwards,
+    until the verdict is known (more than `stop` tests do not pass, or one ran out of
+    budget)."""
     branch = ws.branch(name)
     try:
         if edit is not None:
             branch.write(*edit)
-        result, data = run_tests(branch, env, tests, opts.timeout, budget=budget)
+        result, data = run_tests(branch, env, tests, opts.timeout, budget=budget, stop=stop)
     finally:
         branch.drop()
     return Outcome(data.get("outcomes", {}), data.get("reports", {}), result.timed_out,
-                   "hidden" in data)  # fmt: skip
+                   "hidden" in data, data.get("cpu", 0.0))  # fmt: skip
 
 
 def verdict(run: Outcome, tests: list[str], max_failing: int) -> tuple[str | None, list[str]]:
@@ -167,6 +194,7 @@ class Judged:
     tests: list[str]  # its hidden set
     failing: list[str]
     reports: dict[str, str]
+    cpu: float = 0.0  # CPU seconds of the runs of its own (not of a batch's)
 
 
 def judge(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], opts: Options,
@@ -177,11 +205,89 @@ def judge(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], opts
     if opts.lint and not compiles(mutant.path, mutated):
         return Judged("syntax error", tests, [], {})
     name = f"mutation|{mutant.id}|{mutant.start}"
-    run = run_set(ws, env, name, (mutant.path, mutated), tests, opts, budget)
-    why, failing = verdict(run, tests, opts.max_failing)
+    reach = reached(mutant, base, tests)
+    run = run_set(ws, env, name, (mutant.path, mutated), reach, opts, budget, opts.max_failing)
+    return decide(
+        run,
+        tests,
+        reach,
+        opts.max_failing,
+        lambda: run_set(ws, env, name + "|original", None, tests, opts, budget, 0),
+    )
+
+
+def reached(mutant: mutation.Mutant, base: Baseline, tests: list[str]) -> list[str]:
+    """The tests of the set that the mutant runs: those reaching its function (the others
+    never execute the changed code), in the set's order."""
+    reach = set(reaching(mutant, base))
+    return [t for t in tests if t in reach]
+
+
+def decide(run: Outcome, tests: list[str], reach: list[str], max_failing: int,
+           original: Any) -> Judged:  # fmt: skip
+    """The verdict on the mutant's run of `reach` and, when it is a task, on `original()`'s
+    run of the whole set `tests`, which must pass entirely."""
+    why, failing = verdict(run, reach, max_failing)
+    cpu = run.cpu
     if why is None:
-        original = run_set(ws, env, name + "|original", None, tests, opts, budget)
-        if original.timed_out or not original.finished or any(
-                original.outcomes.get(t) != "passed" for t in tests):  # fmt: skip
+        again = original()
+        cpu += again.cpu if again is not None else 0.0
+        if again is None or again.timed_out or not again.finished or any(
+                again.outcomes.get(t) != "passed" for t in tests):  # fmt: skip
             why = "the set does not pass on the original"
-    return Judged(why, tests, failing, run.reports)
+    return Judged(why, tests, failing, run.reports, cpu)
+
+
+BATCH_FILE = ".shadowkernel-mutants.json"  # staged only in the batch's throwaway branch
+
+
+def judge_batch(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
+                opts: Options, budget: dict[str, float], mutants: Sequence[mutation.Mutant],
+                name: str) -> tuple[list[Judged | None], float]:  # fmt: skip
+    """Candidates judged in one pytest process (see `_pytest_driver.run_batch`), in order;
+    None where the batch cannot judge one exactly (the caller runs `judge` for it); and the
+    batch's CPU seconds. Those
+    whose function runs at import time are imported afresh in their child, the others have
+    their code swapped in after one collection. Every candidate given must compile."""
+    sets = [hidden_set(m, base, opts.pass_to_pass, opts.seed) for m in mutants]
+    reach = [reached(m, base, tests) for m, tests in zip(mutants, sets, strict=True)]
+    jobs = [{"path": m.path, "start": m.start, "end": m.end, "replacement": m.replacement,
+             "function": m.function, "tests": r, "confirm_tests": tests,
+             "fresh": at_import(m, base)}
+            for m, tests, r in zip(mutants, sets, reach, strict=True)]  # fmt: skip
+    graded = sorted({t for s in sets for t in s})
+    spec = {"options": [*env.options], "paths": list(opts.paths), "jobs": opts.workers,
+            "budgets": {t: budget[t] for t in graded if t in budget}, "mutants": jobs,
+            "timeout": opts.timeout, "reports": opts.max_failing,
+            "confirm": opts.max_failing, "stop": opts.max_failing}  # fmt: skip
+    branch = ws.branch(name)
+    try:
+        branch.write(BATCH_FILE, json.dumps(spec))
+        result = branch.run(batch_argv(env, BATCH_FILE), cwd=".", env=variables(env),
+                            timeout=opts.timeout * (len(mutants) + 1),
+                            output_cap=256 * 2**20)  # fmt: skip
+    finally:
+        branch.drop()
+    data = parse(result.stdout)[2]
+    answers = data.get("batch") or [None] * len(mutants)
+    judged = [_judged(a, tests, r, opts.max_failing)
+              for a, tests, r in zip(answers, sets, reach, strict=True)]  # fmt: skip
+    return judged, data.get("cpu", 0.0)
+
+
+def _judged(answer: dict[str, Any] | None, tests: list[str], reach: list[str],
+            max_failing: int) -> Judged | None:  # fmt: skip
+    if answer is None or "fallback" in answer:
+        return None
+    return decide(
+        _outcome(answer),
+        tests,
+        reach,
+        max_failing,
+        lambda: _outcome(answer["original"]) if "original" in answer else None,
+    )
+
+
+def _outcome(answer: dict[str, Any]) -> Outcome:
+    return Outcome(answer.get("outcomes", {}), answer.get("reports", {}),
+                   bool(answer.get("timed_out")))  # fmt: skip

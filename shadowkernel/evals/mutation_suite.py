@@ -13,12 +13,19 @@
 3. Each candidate must compile, and its hidden set is chosen before anything runs: the
    passing tests that reach its function (all passing tests when the function runs at import
    time, where coverage cannot tell) plus a sample of `pass_to_pass` other passing tests,
-   drawn from a generator seeded by `seed` and the mutant. That set runs on the mutant, in a
-   branch of its own (the checkout is never written). The candidate is kept when at least one
-   and at most `max_failing` tests fail and none ran out of its budget, the run finished and
-   no module failed to import; then the same set runs on the original and must pass
-   entirely. A kept task is therefore exactly what `validate()` checks: its hidden tests
-   fail on the task and pass on the original, run as one set.
+   drawn from a generator seeded by `seed` and the mutant. The tests reaching the function
+   run on the mutant (the others never execute the changed code), until the verdict is known.
+   The candidate is kept when at least one and at most `max_failing` of them fail and none ran
+   out of its budget or failed to import; then the whole set runs on the original and must
+   pass entirely. A kept task is therefore what `validate()` checks: its hidden tests fail on
+   the task and pass on the original, run as one set.
+   Candidates are judged in batches (`fork=True`): one pytest process in a throwaway branch
+   collects the tests once and forks a child per candidate, which swaps the mutated
+   functions' code into the live function objects (or, for a function run at import time, a
+   child forked before the project is imported imports the mutated text); `workers` children
+   at a time. A candidate the swap cannot express exactly (a module first imported by a test,
+   a closure whose variables change) gets a pytest process of its own, as every candidate
+   does with `fork=False`; both ways decide alike (tests/test_suites_fork.py).
 4. A kept mutant becomes a task: it starts from the mutant, its statement is a bug report
    written from what fails (the test ids and pytest's report), its hidden tests are the
    failing tests (`fail_to_pass`) and the rest of the set (`pass_to_pass`), and its
@@ -27,20 +34,23 @@
 Reproducible: the same project, command, `n` and `seed` give the same suite byte for byte
 (`Suite.to_json()`) on an idle or a loaded machine. Nothing decides by wall-clock time: a
 looping test is stopped by its CPU budget, and a candidate with a test out of budget is
-excluded ("timed out"), whatever the load; candidates may be judged `workers` at a time, but
-they are taken in their seeded order. The tests themselves are assumed deterministic (a
-flaky test can flip a candidate). Cost: one coverage run of the suite, then per candidate one
-run of its set, and per kept task one more run on the original (figures in docs/suites.md).
+excluded ("timed out"), whatever the load; candidates are judged a batch at a time, but they
+are taken in their seeded order. The tests themselves are assumed deterministic (a flaky test
+can flip a candidate). Cost: one coverage run of the suite, then per batch one collection,
+per candidate a fork running the tests that reach its function, and per kept task one more
+fork running its set on the original (figures in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
-with plugin autoloading off unless `autoload=True`; equivalent mutants are weeded out only
-by "no test fails"; a loop inside C code ignores the CPU budget and is stopped by the run's
-wall-clock `timeout` (a last resort: keep it generous, as its outcome depends on the load).
+with plugin autoloading off unless `autoload=True`; the sample of other tests does not run
+on the mutant, so one that would fail there only through an earlier test's side effects is
+graded as `pass_to_pass` (it passes on the original, so the task stays valid); equivalent
+mutants are weeded out only by "no test fails"; a loop inside C code ignores the CPU budget
+and is stopped by the run's wall-clock `timeout` (a last resort: keep it generous, as its
+outcome depends on the load).
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures as cf
 import json
 import os
@@ -55,7 +65,18 @@ from ..agents.edits import Replace
 from ..errors import ArgumentError
 from . import mutation
 from .check import normalize
-from .mutation_runs import Baseline, Options, baseline, budgets, judge, reaching
+from .mutation_runs import (
+    Baseline,
+    Judged,
+    Options,
+    at_import,
+    baseline,
+    budgets,
+    compiles,
+    judge,
+    judge_batch,
+    reaching,
+)
 from .pytest_command import environment_for, parse_command
 from .suite import Environment, Suite, Task
 
@@ -83,14 +104,16 @@ def _is_test_or_tooling(name: str) -> bool:
         "conftest.py", "setup.py", "noxfile.py", "fabfile.py")  # fmt: skip
 
 
-def candidates(texts: dict[str, str], baseline: Baseline, seed: int) -> list[mutation.Mutant]:
-    """Mutants of reached functions, shuffled by `seed` within each kind, then interleaved
-    kind by kind (in a seeded order of kinds) so that a suite mixes them."""
+def candidates(texts: dict[str, str], baseline: Baseline, seed: int, import_time: bool = True
+               ) -> list[mutation.Mutant]:  # fmt: skip
+    """Mutants of reached functions (without those run at import time unless
+    `import_time`), shuffled by `seed` within each kind, then interleaved kind by kind (in a
+    seeded order of kinds) so that a suite mixes them."""
     rng = random.Random(seed)
     by_kind: dict[str, list[mutation.Mutant]] = {k: [] for k in mutation.KINDS}
     for path in sorted(texts):
         for m in mutation.mutants(path, texts[path]):
-            if reaching(m, baseline):
+            if reaching(m, baseline) and (import_time or not at_import(m, baseline)):
                 by_kind[m.kind].append(m)
     kinds = list(mutation.KINDS)
     rng.shuffle(kinds)
@@ -167,6 +190,9 @@ class Tally:
     kept: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
     seconds_baseline: float = 0.0
+    seconds_batches: float = 0.0  # judging candidates in batch processes
+    seconds_single: float = 0.0  # judging those a batch cannot, a process each
+    seconds_cpu: float = 0.0  # CPU of the test processes (baseline, batches, single runs)
     seconds_total: float = 0.0
 
     def reject(self, why: str) -> None:
@@ -176,6 +202,9 @@ class Tally:
         return {"candidates": str(self.candidates), "tried": str(self.tried),
                 "kept": str(self.kept), "rejected": json.dumps(self.rejected, sort_keys=True),
                 "seconds_baseline": f"{self.seconds_baseline:.2f}",
+                "seconds_batches": f"{self.seconds_batches:.2f}",
+                "seconds_single": f"{self.seconds_single:.2f}",
+                "seconds_cpu": f"{self.seconds_cpu:.2f}",
                 "seconds_total": f"{self.seconds_total:.2f}"}  # fmt: skip
 
 
@@ -198,6 +227,8 @@ def mutation_suite(
     workers: int = 1,
     budget_multiple: float = 10.0,
     budget_constant: float = 2.0,
+    fork: bool = True,
+    import_time: bool = True,
     servers: Sequence[Any] = (),
     workspace: Any = None,
     name: str | None = None,
@@ -213,8 +244,11 @@ def mutation_suite(
     10 * n); `python`/`setup`/`autoload`: the environment the tests run in; `lint`: reject
     candidates that do not compile; `workers`: candidates judged at once (the result is the
     same for any number); `budget_multiple`/`budget_constant`: each test's CPU budget from
-    its own time on the original; `timeout`: the wall-clock limit of one run (a last resort).
-    Bad arguments raise `ArgumentError`.
+    its own time on the original; `timeout`: the wall-clock limit of one run (a last resort);
+    `fork`: judge in batches of forked children (False: a process per candidate, slower,
+    the same suite); `import_time`: also mutate functions that run at import time (each is
+    judged on, and its task graded by, every passing test). Bad arguments raise
+    `ArgumentError`.
     """
     root = _check_args(path, n, max_failing, pass_to_pass, per_function)
     _check_positive(workers=workers, budget_multiple=budget_multiple,
@@ -224,16 +258,17 @@ def mutation_suite(
     sources = sorted(files) if files is not None else source_files(root)
     texts = _read_sources(root, sources)
     opts = Options(n, seed, max_failing, pass_to_pass, per_function, max_candidates or 10 * n,
-                   timeout, lint, workers, budget_multiple, budget_constant)  # fmt: skip
+                   timeout, lint, workers, budget_multiple, budget_constant, fork,
+                   command.paths, import_time)  # fmt: skip
     tally, began = Tally(), time.perf_counter()
     own = workspace is None
     if own:
         from ..workspace import Workspace
 
-        workspace = Workspace(root, servers=servers)
+        workspace = Workspace(root, servers=servers, state=None)  # throwaway branches only
     try:
         base = baseline(workspace, env, command, sorted(texts), timeout)
-        tally.seconds_baseline = base.seconds
+        tally.seconds_baseline, tally.seconds_cpu = base.seconds, base.cpu
         budget = budgets(base.durations, budget_multiple, budget_constant)
         tasks = _generate(workspace, env, base, texts, root, opts, budget, tally, progress)
     finally:
@@ -258,46 +293,78 @@ def _graded(tasks: Sequence[Task]) -> set[str]:
 def _generate(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], root: str,
               opts: Options, budget: dict[str, float], tally: Tally, progress: bool
               ) -> list[Task]:  # fmt: skip
-    """Candidates judged up to `workers` at a time, but taken in their seeded order: the
-    counts, the per-function limit and the cut at `n` see the same sequence for any number
-    of workers (a candidate judged ahead and then not needed is simply dropped)."""
-    order = candidates(texts, base, opts.seed)
+    """Candidates judged a batch at a time, but taken in their seeded order: the counts,
+    the per-function limit and the cut at `n` see the same sequence for any batch size and
+    number of workers (a candidate judged ahead and then not needed is simply dropped)."""
+    order = candidates(texts, base, opts.seed, opts.import_time)
     tally.candidates = len(order)
     per: dict[tuple[str, str], int] = {}
     tasks: list[Task] = []
     bar = _bar(min(opts.n, len(order)), progress)
     pool = cf.ThreadPoolExecutor(opts.workers, thread_name_prefix="sk-mutant")
-    ahead: collections.deque = collections.deque()
-    queue = iter(order)
+    position, batches = 0, 0
     try:
-        while len(tasks) < opts.n and tally.tried < opts.max_candidates:
-            while len(ahead) < 2 * opts.workers and (m := next(queue, None)) is not None:
+        while len(tasks) < opts.n and tally.tried < opts.max_candidates and position < len(order):
+            size = min(max(16, 2 * (opts.n - len(tasks))), 160,
+                       opts.max_candidates - tally.tried)  # fmt: skip
+            batch: list[mutation.Mutant] = []
+            while len(batch) < size and position < len(order):
+                m = order[position]
+                position += 1
                 if per.get((m.path, m.function), 0) < opts.per_function:
-                    ahead.append((m, pool.submit(judge, ws, env, base, texts, opts, budget, m)))
-            if not ahead:
-                break
-            mutant, future = ahead.popleft()
-            if per.get((mutant.path, mutant.function), 0) >= opts.per_function:
-                future.cancel()
-                continue
-            tally.tried += 1
-            judged = future.result()
-            if judged.why is not None:
-                tally.reject(judged.why)
-                continue
-            keep = [t for t in judged.tests if t not in judged.failing]
-            task_id = _unique(mutant.id, {t.id for t in tasks})
-            tasks.append(make_task(mutant, texts[mutant.path], judged.failing, keep,
-                                   judged.reports, root, task_id))  # fmt: skip
-            per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function), 0) + 1
-            tally.kept += 1
-            bar.update(1)
+                    batch.append(m)
+            batches += 1
+            verdicts = _judge_all(ws, env, base, texts, opts, budget, batch, batches, pool,
+                                  tally)  # fmt: skip
+            for mutant, judged in zip(batch, verdicts, strict=True):
+                if len(tasks) >= opts.n or tally.tried >= opts.max_candidates:
+                    break
+                if per.get((mutant.path, mutant.function), 0) >= opts.per_function:
+                    continue
+                tally.tried += 1
+                if judged.why is not None:
+                    tally.reject(judged.why)
+                    continue
+                keep = [t for t in judged.tests if t not in judged.failing]
+                task_id = _unique(mutant.id, {t.id for t in tasks})
+                tasks.append(make_task(mutant, texts[mutant.path], judged.failing, keep,
+                                       judged.reports, root, task_id))  # fmt: skip
+                per[(mutant.path, mutant.function)] = per.get((mutant.path, mutant.function),
+                                                              0) + 1  # fmt: skip
+                tally.kept += 1
+                bar.update(1)
     finally:
-        for _, future in ahead:
-            future.cancel()
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
     return tasks
+
+
+def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
+               opts: Options, budget: dict[str, float], batch: list[mutation.Mutant],
+               number: int, pool: cf.ThreadPoolExecutor, tally: Tally
+               ) -> list[Judged]:  # fmt: skip
+    """Each candidate's verdict, in order: those a fork can judge in one batch process, the
+    others (and those the batch answered "fallback") in a run each, `workers` at a time."""
+    verdicts: list[Judged | None] = [None] * len(batch)
+    forkable = [i for i, m in enumerate(batch) if opts.fork
+                and (not opts.lint or compiles(m.path, m.apply(texts[m.path])))]  # fmt: skip
+    began = time.perf_counter()
+    if forkable:
+        chosen = [batch[i] for i in forkable]
+        judged, cpu = judge_batch(ws, env, base, texts, opts, budget, chosen,
+                                  f"mutation|batch|{number}")  # fmt: skip
+        tally.seconds_cpu += cpu
+        for i, verdict in zip(forkable, judged, strict=True):
+            verdicts[i] = verdict
+    tally.seconds_batches += time.perf_counter() - began
+    began = time.perf_counter()
+    rest = [i for i, v in enumerate(verdicts) if v is None]
+    one = lambda i: judge(ws, env, base, texts, opts, budget, batch[i])  # noqa: E731
+    for i, verdict in zip(rest, pool.map(one, rest), strict=True):
+        verdicts[i] = verdict
+        tally.seconds_cpu += verdict.cpu
+    tally.seconds_single += time.perf_counter() - began
+    return [v for v in verdicts if v is not None]
 
 
 def _bar(total: int, enabled: bool) -> Any:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -207,6 +208,16 @@ class Scheduler:
                       exit_code=exit_code)  # fmt: skip
         self.events.append(event)
         return event
+
+    def adopt(self, events: Iterable[Event], shift: float) -> list[Event]:
+        """Put requests another process served (an MCP server's own workspace) on this
+        timeline: fresh ids, their times moved onto this clock by `shift` seconds; their
+        lane numbers are that process's."""
+        adopted = [dataclasses.replace(e, id=self.queue.take_id(), queued=e.queued + shift,
+                                       started=e.started + shift, finished=e.finished + shift)
+                   for e in sorted(events, key=lambda e: (e.finished, e.id))]  # fmt: skip
+        self.events.extend(adopted)
+        return adopted
 
     async def close(self) -> None:
         for task in self._workers:

@@ -15,6 +15,7 @@ Times are seconds since the workspace started. `switch` is the first part of
 from __future__ import annotations
 
 import html
+import json
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -106,6 +107,21 @@ class Event:
 
 # The texts below are the extension's too (labextension/src/texts.ts), character for
 # character: tests/fixtures/timeline_contract.json holds what both must produce.
+
+
+def events_json(events: Iterable[Event], clock: float) -> str:
+    """Events as JSON for another process's timeline (`load_events`); `clock` is the zero
+    of their times on this machine's monotonic clock (`time.perf_counter`, which every
+    process on the machine shares)."""
+    return json.dumps({"schema": SCHEMA, "clock": clock, "events": [asdict(e) for e in events]})
+
+
+def load_events(text: str) -> tuple[float, list[Event]]:
+    """(the clock their times count from, the events) of `events_json`'s text."""
+    data = json.loads(text)
+    names = {f.name for f in fields(Event)}
+    return float(data["clock"]), [Event(**{k: v for k, v in e.items() if k in names})
+                                  for e in data["events"]]  # fmt: skip
 
 
 def format_ms(seconds: float) -> str:

@@ -42,6 +42,8 @@ from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import Protection, RelPath
 from ..run import capabilities
 from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline, default_lanes
+from ..sched.timeline import events_json as timeline_events_json
+from ..sched.timeline import load_events as load_timeline_events
 from . import arguments, statedir
 from .baselints import BaseLints, LineMaps
 from .branch import Branch
@@ -316,6 +318,23 @@ class Workspace:
     def events(self) -> list[Event]:
         """Every request served so far, in the order it finished."""
         return list(self._scheduler.events)
+
+    def save_timeline(self, path: str | os.PathLike[str]) -> None:
+        """Write the requests served so far to `path` (JSON), for another process's workspace
+        to adopt (`adopt_timeline`): `shadowkernel mcp --timeline FILE` does on closing."""
+        text = timeline_events_json(self.events(), self.origin)
+        Path(path).write_text(text, encoding="utf-8")
+
+    def adopt_timeline(self, path: str | os.PathLike[str]) -> list[Event]:
+        """Put the requests another process's workspace saved (`save_timeline`) on this
+        timeline, on this clock, with fresh ids: e.g. what an agent CLI asked of the MCP
+        server a CommandAgent started, under the name its client announced."""
+        try:
+            clock, events = load_timeline_events(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ArgumentError(f"adopt_timeline({str(path)!r}): not a saved timeline "
+                                f"({error})") from None  # fmt: skip
+        return self._scheduler.adopt(events, clock - self.origin)
 
     def timeline(self, title: str = "shadow timeline") -> Timeline:
         """Every request served so far, with switch/serve times and per-branch waits."""
