@@ -391,7 +391,9 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
         return workspace.events() if workspace is not None else []
     from ..workspace import Workspace
 
-    ws = workspace or Workspace(suite.workspace_root, servers=servers, lanes=lanes)
+    # Cells' branches are throwaway (resume= keeps the rows), and Ray's workers each open the
+    # suite's projects: in memory, since one process at a time holds a durable state.
+    ws = workspace or Workspace(suite.workspace_root, servers=servers, lanes=lanes, state=None)
     pool = cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sk-cell")
     try:
         futures = {pool.submit(run_cell, ws, agent, suite, c, budget, timeout, tape): k
@@ -419,7 +421,7 @@ class _Worker:
 
         self.agent, self.suite, self.budget, self.timeout = agent, suite, budget, timeout
         self.tape = tape
-        self.ws = Workspace(suite.workspace_root, servers=servers, lanes=lanes)
+        self.ws = Workspace(suite.workspace_root, servers=servers, lanes=lanes, state=None)
 
     def run(self, cell: Cell) -> dict[str, Any]:
         return run_cell(self.ws, self.agent, self.suite, cell, self.budget, self.timeout,

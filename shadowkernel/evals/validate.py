@@ -72,5 +72,5 @@ def _workspace(suite: Any, workspace: Any) -> Iterator[Any]:
         return
     from ..workspace import Workspace
 
-    with Workspace(suite.workspace_root, servers=()) as ws:
+    with Workspace(suite.workspace_root, servers=(), state=None) as ws:  # throwaway branches
         yield ws
