@@ -394,13 +394,18 @@ def test_timeline_stays_live_after_its_cell_and_a_reload(page: Page, lab: labtoo
     expect(statuses).to_have_count(2)  # re-subscribed to the same kernel
     expect(figure_bars(figures.first)).to_have_count(1)
     # Scrolled away (the outputs may leave the DOM), the views keep following.
-    page.evaluate("""async () => {
-        window.skFigures = [...document.querySelectorAll('[role=figure]')];
-        const notebook = window.jupyterapp.shell.currentWidget.content;
-        await notebook.scrollToItem(notebook.widgets.length - 1, 'end');
-    }""")
+    # The scroll is asked again until it holds: outputs still laid out after a reload can
+    # move the page back once.
+    page.evaluate("() => { window.skFigures = [...document.querySelectorAll('[role=figure]')]; }")
     page.wait_for_function(
-        "() => window.skFigures.every(f => !f.isConnected || f.getBoundingClientRect().bottom < 0)"
+        """() => {
+            const away = f => !f.isConnected || f.getBoundingClientRect().bottom < 0;
+            if (window.skFigures.every(away)) return true;
+            const notebook = window.jupyterapp.shell.currentWidget.content;
+            notebook.scrollToItem(notebook.widgets.length - 1, 'end');
+            return false;
+        }""",
+        polling=250,
     )
     (lab.root / "live-2").touch()
     page.wait_for_function(
