@@ -200,6 +200,16 @@ def test_a_queued_run_is_cancelled_before_it_starts(project: Path, gate: Gate) -
     assert result.queue_seconds > 0 and events["b"].outcome.startswith("cancelled")
 
 
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as in a kernel, even where pytest started with it
+    ignored (a background job of a shell without job control)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("sigint_raises")
 def test_an_interrupt_in_the_caller_kills_the_run(ws: sk.Workspace) -> None:
     marker, main, found = f"sk-{uuid.uuid4().hex[:12]}", threading.main_thread().ident, {}
 
