@@ -20,7 +20,7 @@ PACKAGE = Path(shadowkernel.__file__).parent
 # Bottom to top; each inner tuple is one layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("paths",),  # the text core: workspace-relative paths...
+    ("paths", "userdirs"),  # the text core: workspace-relative paths; the user's own folders
     ("text",),  # ...then positions, diffs, blocks, range edits, URIs, merges
     ("lsp", "overlay"),
     ("run",),

@@ -14,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPED_LAYERS = {
-    "shadowkernel.errors", "shadowkernel.paths", "shadowkernel.text.*", "shadowkernel.lsp.*",
+    "shadowkernel.errors", "shadowkernel.paths", "shadowkernel.userdirs", "shadowkernel.text.*",
+    "shadowkernel.lsp.*",
     "shadowkernel.overlay.*", "shadowkernel.sched.*", "shadowkernel.workspace.*",
     "shadowkernel.mcp.*",
 }  # fmt: skip

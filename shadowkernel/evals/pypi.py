@@ -19,14 +19,14 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from .. import userdirs
 from ..errors import ArgumentError, NotFound
 
 INDEX = "https://pypi.org/pypi"
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "shadowkernel" / "sdists"
+    return userdirs.cache_home() / "sdists"
 
 
 def sdist(name: str, version: str, cache: Path | None = None) -> Path:

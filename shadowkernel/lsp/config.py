@@ -20,7 +20,6 @@ else is an ArgumentError naming the file and the key.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import tomllib
 from collections.abc import Callable, Mapping
@@ -29,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from .. import userdirs
 from ..errors import ArgumentError
 from .languages import language_id
 from .specs import RECHECKS, ServerSpec, diagnostics_mode
@@ -37,8 +37,7 @@ PROJECT_FILES = (".lsp.json", "pyproject.toml", "shadowkernel.toml")
 
 
 def user_file() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "shadowkernel" / "servers.toml"
+    return userdirs.config_home() / "servers.toml"
 
 
 def configured_specs(

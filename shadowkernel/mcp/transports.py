@@ -36,6 +36,7 @@ import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from .. import userdirs
 from ..agents.tools import Tools
 from ..errors import ShadowError
 from ..text.content import MAX_TEXT_BYTES
@@ -219,8 +220,7 @@ def is_loopback(host: str) -> bool:
 
 
 def default_token_file(port: int) -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.expanduser("~/.cache")
-    return os.path.join(base, "shadowkernel", f"mcp-{port}.token")
+    return str(userdirs.runtime_home() / f"mcp-{port}.token")
 
 
 def write_token(path: str, token: str) -> str:

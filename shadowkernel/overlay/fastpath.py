@@ -30,6 +30,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
+from .. import userdirs
 from ..errors import OverlayError
 
 log = logging.getLogger(__name__)
@@ -112,8 +113,7 @@ def wheel_cache(python: str = sys.executable) -> Path:
     interpreter = subprocess.run([python, "-c", code], capture_output=True, text=True,
                                  check=True).stdout.split()  # fmt: skip
     patch = hashlib.sha256(resources.files(__package__).joinpath(PATCH).read_bytes())
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return (Path(home) / "shadowkernel/pyfuse3" / "-".join(interpreter)
+    return (userdirs.cache_home() / "pyfuse3" / "-".join(interpreter)
             / f"{PYFUSE3_VERSION}-{patch.hexdigest()[:12]}")  # fmt: skip
 
 

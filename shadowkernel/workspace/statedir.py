@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import os
 
+from .. import userdirs
 from ..errors import ConflictError, PathError
 from ..paths import is_within
 
@@ -32,10 +33,7 @@ DEFAULT = Default.STATE
 
 def state_home() -> str:
     """$XDG_STATE_HOME/shadowkernel, or ~/.local/state/shadowkernel (the XDG default)."""
-    base = os.environ.get("XDG_STATE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec: a relative value is invalid, ignore it
-        base = os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "shadowkernel")
+    return str(userdirs.state_home())
 
 
 def directory(root: str, state: str | os.PathLike[str] | Default) -> str:
