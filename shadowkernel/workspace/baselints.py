@@ -11,9 +11,11 @@ base, per (base bytes, version bytes), computed once per version off the service
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 from ..lsp import LineMap, Lint, line_map
@@ -36,16 +38,43 @@ def key(servers: str, path: RelPath, base: bytes | None, kept: bool = False) -> 
 
 
 class BaseLints:
-    """Lints of base files, per key; filled by lint requests, never invalidated (keys change)."""
+    """Lints of base files, per key; filled by lint requests, never invalidated (keys change).
+
+    A key one lane is linting is *in flight*: another lane needing it serves its own lints
+    first and then waits for that answer (`wait`), instead of linting the same base again
+    (with several lanes, every lane's first request would). Used on the services' loop only.
+    """
 
     def __init__(self) -> None:
         self._lints: dict[Key, tuple[Lint, ...]] = {}
+        self._flying: dict[Key, asyncio.Future[None]] = {}
 
     def __len__(self) -> int:
         return len(self._lints)
 
     def missing(self, keys: dict[RelPath, Key]) -> list[RelPath]:
-        return [path for path, k in keys.items() if k not in self._lints]
+        """The paths whose key is neither cached nor in flight on another lane."""
+        return [path for path, k in keys.items() if k not in self._lints and k not in self._flying]
+
+    @contextlib.asynccontextmanager
+    async def linting(self, keys: dict[RelPath, Key]) -> AsyncIterator[None]:
+        """Mark `keys` in flight while the block lints them (and `store`s the answer);
+        waiters wake when it ends, whether it stored them or failed."""
+        loop = asyncio.get_running_loop()
+        mine = {k: self._flying.setdefault(k, loop.create_future()) for k in keys.values()}
+        try:
+            yield
+        finally:
+            for k, future in mine.items():
+                if self._flying.get(k) is future:
+                    del self._flying[k]
+                if not future.done():
+                    future.set_result(None)
+
+    async def wait(self, keys: dict[RelPath, Key]) -> None:
+        """Until no key of `keys` is in flight (then each is cached, or `missing` again)."""
+        while flying := [self._flying[k] for k in keys.values() if k in self._flying]:
+            await asyncio.wait(flying)
 
     def store(self, keys: dict[RelPath, Key], found: Iterable[Lint]) -> None:
         """Record `found` (the lints of the paths in `keys`, in the base snapshot) per path."""

@@ -107,7 +107,8 @@ class Workspace:
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
         if lanes is None:  # the machine's cores and the servers decide (sched.default_lanes)
-            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)))
+            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)),
+                                  _available_memory())  # fmt: skip
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
@@ -407,6 +408,18 @@ class Workspace:
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory the machine can still give (MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _server_names(servers: Any) -> list[str]:
