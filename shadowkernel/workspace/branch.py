@@ -31,7 +31,16 @@ from ..text.uris import uri_to_rel
 from . import arguments, baselints, checkers, gitexport, runs, scratch
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
-from .staging import LINK, Version, base_snapshot, is_text, n_files, texts, version_snapshot
+from .staging import (
+    LINK,
+    RECENT_TEXTS,
+    Version,
+    base_snapshot,
+    is_text,
+    n_files,
+    texts,
+    version_snapshot,
+)
 from .state import BranchState, file_bytes
 
 if TYPE_CHECKING:
@@ -196,7 +205,11 @@ class Branch:
         self, changes: Mapping[RelPath, str | None], op: str, modes: Mapping[RelPath, int] = {}
     ) -> int:
         data = {p: None if t is None else encode(t, p) for p, t in changes.items()}
-        return self._stage(data, op, modes)
+        number = self._stage(data, op, modes)
+        for path, content in data.items():  # the lint that follows opens these texts as given
+            if content is not None:
+                RECENT_TEXTS.remember(content, changes[path])  # type: ignore[arg-type]
+        return number
 
     def _stage(
         self, data: Mapping[RelPath, bytes | None], op: str, modes: Mapping[RelPath, int] = {}

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -81,8 +83,41 @@ def texts(version: Version) -> dict[RelPath, str]:
         if data is None or version.modes.get(path) == LINK:
             continue
         with contextlib.suppress(UnicodeDecodeError):
-            out[path] = data.decode("utf-8")
+            out[path] = RECENT_TEXTS.text(data)
     return out
+
+
+class RecentTexts:
+    """The text recent versions' bytes were staged from (or decoded to), by the bytes
+    object's identity, up to `budget` bytes: a lint right after a write opens that text
+    without decoding the file again (0.2-0.8 ms for a 175 KB file that is not ASCII).
+    Thread-safe; an entry holds its bytes, so their id cannot be reused while it lives."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget, self._size = budget, 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[int, tuple[bytes, str]] = OrderedDict()
+
+    def remember(self, data: bytes, text: str) -> None:
+        with self._lock:
+            if id(data) not in self._entries:
+                self._size += len(data)
+            self._entries[id(data)] = (data, text)
+            self._entries.move_to_end(id(data))
+            while self._size > self._budget and self._entries:
+                self._size -= len(self._entries.popitem(last=False)[1][0])
+
+    def text(self, data: bytes) -> str:
+        with self._lock:
+            entry = self._entries.get(id(data))
+        if entry is not None and entry[0] is data:
+            return entry[1]
+        text = data.decode("utf-8")
+        self.remember(data, text)
+        return text
+
+
+RECENT_TEXTS = RecentTexts(32 * 2**20)
 
 
 def is_text(data: bytes) -> bool:
