@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -156,8 +157,7 @@ class Workspace:
         chosen = capabilities.decide(requested, facts)
         if chosen.name == "fuse":
             try:
-                for _ in range(lanes):
-                    self._shadows.append(Shadow(self.root, store=self.store))
+                self._start_shadows(lanes)
             except OverlayError as error:
                 if requested == "fuse":
                     raise
@@ -169,6 +169,16 @@ class Workspace:
         if chosen.name == "documents":
             self._shadows = [DetachedShadow(self.root, store=self.store, skip=USUAL_CACHES)
                              for _ in range(lanes)]  # fmt: skip
+
+    def _start_shadows(self, lanes: int) -> None:
+        """A FUSE shadow per lane, started side by side: each waits for its overlay process
+        to start and mount (about a second, longer on a loaded machine)."""
+        with ThreadPoolExecutor(lanes, thread_name_prefix="shadowkernel-mount") as pool:
+            started = [pool.submit(Shadow, self.root, store=self.store) for _ in range(lanes)]
+        failed = [f.exception() for f in started if f.exception() is not None]
+        self._shadows += [f.result() for f in started if f.exception() is None]
+        if failed:
+            raise failed[0]
 
     def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
         """Detached shadows root servers at the user's folder: their caches go elsewhere."""
