@@ -26,7 +26,6 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -140,6 +139,7 @@ class Workspace:
         self._base_bytes: dict[tuple[RelPath, str], bytes] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self._starting: list[asyncio.Task[None]] = []
         try:
             if self.state_dir is not None:
                 self.durable = DurableStore(self.state_dir, self.root)
@@ -156,8 +156,8 @@ class Workspace:
         facts = capabilities.probe()
         chosen = capabilities.decide(requested, facts)
         if chosen.name == "fuse":
-            try:
-                self._start_shadows(lanes)
+            try:  # started side by side: each takes about a second to mount
+                self._shadows = list(Shadow.several(self.root, lanes, self.store))
             except OverlayError as error:
                 if requested == "fuse":
                     raise
@@ -169,16 +169,6 @@ class Workspace:
         if chosen.name == "documents":
             self._shadows = [DetachedShadow(self.root, store=self.store, skip=USUAL_CACHES)
                              for _ in range(lanes)]  # fmt: skip
-
-    def _start_shadows(self, lanes: int) -> None:
-        """A FUSE shadow per lane, started side by side: each waits for its overlay process
-        to start and mount (about a second, longer on a loaded machine)."""
-        with ThreadPoolExecutor(lanes, thread_name_prefix="shadowkernel-mount") as pool:
-            started = [pool.submit(Shadow, self.root, store=self.store) for _ in range(lanes)]
-        failed = [f.exception() for f in started if f.exception() is not None]
-        self._shadows += [f.result() for f in started if f.exception() is None]
-        if failed:
-            raise failed[0]
 
     def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
         """Detached shadows root servers at the user's folder: their caches go elsewhere."""
@@ -198,6 +188,8 @@ class Workspace:
         ]  # fmt: skip
         scheduler = Scheduler(lanes, policy, batch, origin=self.origin)
         scheduler.start()
+        # The servers start now, beside the caller's first stagings, not in the first answer.
+        self._starting = [asyncio.create_task(lane.pool.start()) for lane in lanes]
         return scheduler
 
     @property
@@ -397,6 +389,7 @@ class Workspace:
     async def _shutdown(self, scheduler: Scheduler) -> None:
         await self.run_queue.close(RUNS_END_WITHIN)  # before the lanes: fuse runs hold one
         await scheduler.close()
+        await asyncio.gather(*self._starting, return_exceptions=True)  # no start left behind
         await asyncio.gather(*(lane.pool.close() for lane in scheduler.lanes),
                              return_exceptions=True)  # fmt: skip
 
