@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import needs_fuse
+from waiting import wait_for
 
 import shadowkernel as sk
 from shadowkernel.evals import pypi
@@ -120,6 +121,20 @@ def test_the_workspace_opens_the_default_lanes(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("x = 1\n")
     with sk.Workspace(tmp_path, servers=["ruff"]) as ws:
         assert len(ws.shadows) == default_lanes(["ruff"], len(os.sched_getaffinity(0)), None)
+
+
+@needs_fuse
+@needs_ruff
+def test_the_lanes_servers_start_as_the_workspace_opens(tmp_path: Path) -> None:
+    """Not at the first request: a server's start is not in the first answer."""
+    (tmp_path / "m.py").write_text("import os\n")
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=2) as ws:
+        states = lambda: [lane["ruff"].state for lane in ws.statistics()["servers"]]  # noqa: E731
+        wait_for(lambda: states() == ["running", "running"], 60, "both lanes' ruff running")
+        assert ws.events() == []  # nothing was asked
+        branch = ws.branch("a")
+        branch.write("m.py", "import os\nx = undefined\n")
+        assert "F821" in set(branch.lint(["m.py"])["code"])
 
 
 @needs_fuse
