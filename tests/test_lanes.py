@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import needs_fuse
+from waiting import wait_for
 
 import shadowkernel as sk
 from shadowkernel.evals import pypi
-from shadowkernel.lsp import available_servers
+from shadowkernel.lsp import Lint, available_servers
+from shadowkernel.paths import rel
 from shadowkernel.sched import default_lanes
+from shadowkernel.workspace.baselints import BaseLints
 
 FILE = "more_itertools/recipes.py"
 ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
@@ -43,9 +46,44 @@ def test_default_lanes_follow_the_cores_and_the_servers() -> None:
     assert default_lanes(["ruff"], 2) == 2
     assert default_lanes(["ruff"], 1) == 1
     assert default_lanes(["ruff"], 64) == 4  # the services loop limits beyond that
-    assert default_lanes(["pyright"], 2) == 1
-    assert default_lanes(["ruff", "pyright"], 16) == 2  # a heavy server decides
-    assert default_lanes([], 8) == 1
+    gib = 2**30
+    assert default_lanes(["pyright"], 2, 24 * gib) == 2  # a core each: pyright checks on one
+    assert default_lanes(["pyright"], 2, 6 * gib) == 1  # half the memory holds one lane's budget
+    assert default_lanes(["pyright"], 2, 1 * gib) == 1  # at least one
+    assert default_lanes(["ruff", "pyright"], 16, 64 * gib) == 4  # a heavy server decides
+    assert default_lanes(["pyright"], 16) == 4  # memory unknown: the cores, up to 4
+    assert default_lanes([], 8, 64 * gib) == 1  # no server: nothing to serve side by side
+
+
+def test_a_base_another_lane_is_linting_is_awaited_not_linted_again() -> None:
+    """With several lanes, every lane's first request needs the same base lints: one lane
+    lints them, the others wait for its answer (and lint them only if it failed)."""
+    cache, lint = BaseLints(), Lint("m.py", 1, 1, 1, 2, "error", "F401", "Ruff", "unused")
+    keys = {rel("m.py"): ("*", rel("m.py"), "digest")}
+
+    async def scenario(fails: bool) -> tuple[list[str], list[str]]:
+        linting, finish = asyncio.Event(), asyncio.Event()
+
+        async def first_lane() -> None:
+            async with cache.linting(keys):
+                linting.set()
+                await finish.wait()
+                if fails:
+                    raise sk.ServerError("the server crashed")
+                cache.store(keys, [lint])
+
+        lane = asyncio.create_task(first_lane())
+        await linting.wait()
+        while_linting = cache.missing(keys)
+        waiter = asyncio.create_task(cache.wait(keys))
+        finish.set()
+        await asyncio.gather(lane, return_exceptions=True)
+        await waiter
+        return while_linting, cache.missing(keys)
+
+    assert asyncio.run(scenario(fails=True)) == ([], ["m.py"])  # failed: the waiter lints it
+    assert asyncio.run(scenario(fails=False)) == ([], [])
+    assert cache.lints(keys) == [lint]
 
 
 @needs_fuse
@@ -82,7 +120,21 @@ def test_every_answer_under_load_on_several_lanes_is_its_own_branchs(library: Pa
 def test_the_workspace_opens_the_default_lanes(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("x = 1\n")
     with sk.Workspace(tmp_path, servers=["ruff"]) as ws:
-        assert len(ws.shadows) == default_lanes(["ruff"], len(os.sched_getaffinity(0)))
+        assert len(ws.shadows) == default_lanes(["ruff"], len(os.sched_getaffinity(0)), None)
+
+
+@needs_fuse
+@needs_ruff
+def test_the_lanes_servers_start_as_the_workspace_opens(tmp_path: Path) -> None:
+    """Not at the first request: a server's start is not in the first answer."""
+    (tmp_path / "m.py").write_text("import os\n")
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=2) as ws:
+        states = lambda: [lane["ruff"].state for lane in ws.statistics()["servers"]]  # noqa: E731
+        wait_for(lambda: states() == ["running", "running"], 60, "both lanes' ruff running")
+        assert ws.events() == []  # nothing was asked
+        branch = ws.branch("a")
+        branch.write("m.py", "import os\nx = undefined\n")
+        assert "F821" in set(branch.lint(["m.py"])["code"])
 
 
 @needs_fuse

@@ -9,7 +9,7 @@ import random
 import pytest
 from lsprotocol import types as lsp
 
-from shadowkernel.lsp.documents import TextIndex, text_change, text_changes
+from shadowkernel.lsp.documents import TextIndex, changes_after, text_change, text_changes
 from shadowkernel.text.positions import line_starts
 
 
@@ -70,6 +70,8 @@ def test_seeded_random_edits_in_many_places_round_trip(encoding: str) -> None:
             end = rng.randint(at, min(len(new), at + rng.choice([0, 5, 50])))
             new = new[:at] + rng.choice(["", "x", "😀\n", "added = 2\n"]) + new[end:]
         changes = text_changes(old, new, encoding)  # type: ignore[arg-type]
+        carried = changes_after(TextIndex(old, encoding), new)[1]  # type: ignore[arg-type]
+        assert carried.starts.tolist() == line_starts(new)  # the index a client keeps
         if changes is None:
             assert old == new
             continue

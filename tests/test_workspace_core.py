@@ -60,3 +60,18 @@ def test_kept_takes_files_links_and_deletions_with_their_modes() -> None:
     assert data == {P("a.py"): b"A\n", P("bin"): b"\0\1", P("gone.py"): None,
                     P("wiped.py"): None, P("link"): b"a.py"}  # fmt: skip
     assert modes == {P("a.py"): 0o644, P("bin"): 0o755, P("link"): LINK}
+
+
+def test_recent_texts_give_a_staged_text_once_then_decode() -> None:
+    """The lint after a write opens the text it was staged from (no decode); afterwards, or
+    past the budget, the bytes are decoded (the same text)."""
+    recent = staging.RecentTexts(budget=10)
+    text = "caf\u00e9 = 1\n"
+    data = text.encode()
+    recent.remember(data, text)
+    assert recent.text(data) is text
+    assert recent.text(data) == text and recent.text(data) is not text  # read once: decoded
+    first, second = b"a = 1\n", b"b = 22\n"
+    recent.remember(first, "a = 1\n")
+    recent.remember(second, "b = 22\n")  # 13 bytes > 10: the oldest goes
+    assert recent.text(second) == "b = 22\n" and recent.text(first) == "a = 1\n"

@@ -25,7 +25,7 @@ from ..errors import ServerError
 from ..paths import RelPath
 from .codec import structure, structure_params, unstructure
 from .diagnostics import Publications
-from .documents import Encoding, TextIndex, path_to_uri, text_changes
+from .documents import Encoding, TextIndex, changes_after, path_to_uri
 from .jsonrpc import Endpoint
 from .languages import language_id
 from .specs import ServerSpec
@@ -88,17 +88,18 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 class OpenDocument:
     __slots__ = ("text", "version", "encoding", "unversioned", "_index")
 
-    def __init__(self, text: str, version: int, encoding: Encoding, unversioned: int) -> None:
+    def __init__(self, text: str, version: int, encoding: Encoding, unversioned: int,
+                 index: TextIndex | None = None) -> None:  # fmt: skip
         self.text = text
         self.version = version
         self.encoding = encoding
         self.unversioned = unversioned  # the server's unversioned publishes when it was sent
-        self._index: TextIndex | None = None
+        self._index = index
 
     @property
     def index(self) -> TextIndex:
-        """The text split into lines, on first use: a document synced on a switch but not
-        asked about (another staged file) is never split."""
+        """The text's line index, on first use (a document synced on a switch but not asked
+        about is never scanned), or carried forward from the version before."""
         if self._index is None:
             self._index = TextIndex(self.text, self.encoding)
         return self._index
@@ -287,16 +288,16 @@ class LanguageClient:
         version = self._next_version(path)
         mark = self.publications.unversioned(self.uri(path))
         previous = self.documents.get(path)
-        self.documents[path] = OpenDocument(text, version, self.encoding, mark)
+        changes, index = None, None
+        if opened and previous is not None and self._incremental:
+            changes, index = changes_after(previous.index, text)
+        self.documents[path] = OpenDocument(text, version, self.encoding, mark, index)
         if not opened:
             languages = self.spec.language_ids
             item = {"uri": self.uri(path), "languageId": language_id(path, languages),
                     "version": version, "text": text}  # fmt: skip
             await self.endpoint.notify("textDocument/didOpen", {"textDocument": item})
             return
-        changes = None
-        if previous is not None and self._incremental:
-            changes = text_changes(previous.text, text, self.encoding)
         await self.endpoint.notify("textDocument/didChange", {
             "textDocument": {"uri": self.uri(path), "version": version},
             "contentChanges": changes or [{"text": text}], **self.spec.did_change,

@@ -15,17 +15,18 @@ import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 from lsprotocol import types as lsp
 
 from ..errors import StagingError
 from ..paths import RelPath
-from ..text.positions import Encoding, from_character, lines, to_character
+from ..text.positions import Encoding, from_character, line_starts, lines, to_character
 from ..text.ranges import Changes, apply_workspace_edit
 from ..text.uris import file_uri_path, path_to_uri, uri_to_path
 
 __all__ = [
     "Encoding", "TextIndex", "file_uri_path", "from_character", "lines", "matches",
-    "path_to_uri", "text_change", "text_changes", "to_character", "uri_to_path",
+    "path_to_uri", "changes_after", "text_change", "text_changes", "to_character", "uri_to_path",
     "workspace_edit_changes",
 ]  # fmt: skip
 
@@ -37,14 +38,29 @@ def matches(path: str, patterns: tuple[str, ...]) -> bool:
 
 
 class TextIndex:
-    """A text split into lines once, for converting many positions."""
+    """A text's line starts, for converting many positions: found once with a few C passes,
+    or carried forward from the text before an edit (`after`: cost follows the edit). A
+    line's text is sliced out when asked, so an index costs no object per line."""
 
-    def __init__(self, text: str, encoding: Encoding = "utf-16") -> None:
-        self.lines = lines(text)
+    def __init__(
+        self, text: str, encoding: Encoding = "utf-16", starts: np.ndarray | None = None
+    ) -> None:
+        self.text = text
         self.encoding = encoding
+        self._starts = starts  # offset of each line's first code point; found on first use
+
+    @property
+    def starts(self) -> np.ndarray:
+        if self._starts is None:
+            self._starts = _line_starts(self.text)
+        return self._starts
 
     def _line(self, line0: int) -> str:
-        return self.lines[line0] if 0 <= line0 < len(self.lines) else ""
+        starts = self.starts
+        if not 0 <= line0 < len(starts):
+            return ""
+        end = int(starts[line0 + 1]) if line0 + 1 < len(starts) else len(self.text)
+        return self.text[int(starts[line0]) : end].rstrip("\r\n")
 
     def to_lsp(self, line: int, column: int) -> lsp.Position:
         """1-based (line, column in code points) -> LSP Position."""
@@ -60,6 +76,46 @@ class TextIndex:
     def span(self, range_: lsp.Range) -> tuple[int, int, int, int]:
         """LSP Range -> 1-based (line, column, end_line, end_column); the end is exclusive."""
         return (*self.from_lsp(range_.start), *self.from_lsp(range_.end))
+
+    def position(self, index: int) -> dict[str, int]:
+        """The LSP position of code-point `index` (in a text without `\r`)."""
+        line = int(np.searchsorted(self.starts, index, side="right")) - 1
+        prefix = self.text[int(self.starts[line]) : index]
+        return {"line": line, "character": _units_of(prefix, self.encoding)}
+
+    def after(self, new: str, hunks: list[tuple[int, int, int, int]]) -> TextIndex:
+        """The index of `new`, which is this text with each hunk (a0, a1, b0, b1: this
+        text's [a0, a1) replaced by new[b0:b1], in order) applied; neither holds `\r`. The
+        line breaks outside the hunks move, the hunks' own are found: no pass over `new`."""
+        breaks = self.starts[1:] - 1
+        pieces, cursor, shift = [np.zeros(1, np.int64)], 0, 0
+        for a0, a1, b0, b1 in hunks:
+            low, high = np.searchsorted(breaks, (cursor, a0))
+            pieces += [breaks[low:high] + shift + 1, _breaks(new[b0:b1]) + b0 + 1]
+            cursor, shift = a1, b1 - a1
+        pieces.append(breaks[np.searchsorted(breaks, cursor) :] + shift + 1)
+        return TextIndex(new, self.encoding, np.concatenate(pieces))
+
+
+def _breaks(text: str) -> np.ndarray:
+    """Offsets of every `\n` in `text` (C passes: no Python object per line)."""
+    if text.isascii():
+        codes = np.frombuffer(text.encode("ascii"), np.uint8)
+    else:
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    return np.flatnonzero(codes == 10).astype(np.int64)
+
+
+def _line_starts(text: str) -> np.ndarray:
+    """Where each line begins (a final break leaves an empty last line, as `lines`)."""
+    if "\r" in text:
+        return np.array(line_starts(text), np.int64)
+    return np.concatenate([np.zeros(1, np.int64), _breaks(text) + 1])
+
+
+def _units_of(prefix: str, encoding: Encoding) -> int:
+    """How many `encoding` units the code points of `prefix` take."""
+    return len(prefix) if prefix.isascii() else to_character(prefix, len(prefix), encoding)
 
 
 def text_change(old: str, new: str, encoding: Encoding = "utf-16") -> dict[str, Any] | None:
@@ -82,13 +138,21 @@ def text_changes(old: str, new: str, encoding: Encoding = "utf-16") -> list[dict
     changes, not the whole stretch between them). Listed from the end of the text to its
     start: a server applies them in turn, and each one's positions, read in `old`, still hold
     because only text after it changed. None when the full text is the plain answer."""
-    if old == new or "\r" in old or "\r" in new:
-        return None
+    return changes_after(TextIndex(old, encoding), new)[0]
+
+
+def changes_after(old: TextIndex, new: str) -> tuple[list[dict[str, Any]] | None, TextIndex]:
+    """`text_changes(old.text, new)` with the index of `new` carried forward from `old`'s:
+    what a client keeps per open document, so a sync costs what the edits span."""
+    if old.text == new:
+        return None, old
+    if "\r" in old.text or "\r" in new:
+        return None, TextIndex(new, old.encoding)
     hunks: list[tuple[int, int, int, int]] = []
-    _hunks(old, new, 0, len(old), 0, len(new), hunks, SPLITS)
-    return [{"range": {"start": _position(old, a0, encoding),
-                       "end": _position(old, a1, encoding)},
-             "text": new[b0:b1]} for a0, a1, b0, b1 in reversed(hunks)]  # fmt: skip
+    _hunks(old.text, new, 0, len(old.text), 0, len(new), hunks, SPLITS)
+    changes = [{"range": {"start": old.position(a0), "end": old.position(a1)},
+                "text": new[b0:b1]} for a0, a1, b0, b1 in reversed(hunks)]  # fmt: skip
+    return changes, old.after(new, hunks)
 
 
 SPLITS = 8  # levels of splitting at a probe (up to 256 places)
@@ -152,9 +216,7 @@ def _common_suffix(a: str, b: str, a0: int, a1: int, b0: int, b1: int) -> int:
 def _position(text: str, index: int, encoding: Encoding) -> dict[str, int]:
     """The LSP position of code-point `index` in `text` (which holds no `\r`)."""
     begin = text.rfind("\n", 0, index) + 1
-    prefix = text[begin:index]
-    character = len(prefix) if prefix.isascii() else to_character(prefix, len(prefix), encoding)
-    return {"line": text.count("\n", 0, index), "character": character}
+    return {"line": text.count("\n", 0, index), "character": _units_of(text[begin:index], encoding)}
 
 
 def workspace_edit_changes(

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
 
-from ..errors import ArgumentError, NotFound, PathError, ServerError
+from ..errors import ArgumentError, NotFound, PathError, ServerError, ShadowError
 from ..paths import RelPath, rel
 from . import navigation
 from .client import LanguageClient
@@ -76,6 +76,17 @@ class LspPool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def start(self) -> None:
+        """Start every server now instead of at the first request (a workspace does so as it
+        opens: a server's start, 0.3 s for ruff in the shadow, is then not in the first
+        answer). Under the pool's lock, so no switch happens while a server starts; one that
+        fails to start is left for the first request to report."""
+        async with self._lock:
+            for spec in self.specs:
+                if not self._closed:
+                    with contextlib.suppress(ShadowError, OSError, TimeoutError):
+                        await self._servers.start(spec)
 
     # -- branch state ---------------------------------------------------------------------
 

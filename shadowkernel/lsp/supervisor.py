@@ -79,6 +79,11 @@ class Supervisor:
                 self._arm_idle(spec.name)
         raise AssertionError("unreachable")
 
+    async def start(self, spec: ServerSpec) -> None:
+        """Start the spec's server ahead of its first use (it stops when idle, as if used)."""
+        await self.client(spec)
+        self._arm_idle(spec.name)
+
     async def client(self, spec: ServerSpec) -> LanguageClient:
         """The spec's running server, started (or restarted) if it is not alive."""
         async with self._start_locks[spec.name]:

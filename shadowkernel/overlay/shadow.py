@@ -56,7 +56,10 @@ class Shadow:
         mountpoint: str | os.PathLike[str] | None = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         store: BlobStore | None = None,
+        ready: bool = True,
     ) -> None:
+        """`ready=False`: return once the overlay process is started, before it mounted; call
+        `wait_ready()` before use (`several` starts shadows so)."""
         self.source = os.path.realpath(source)
         if not os.path.isdir(self.source):
             raise PathError(f"source {os.fspath(source)!r} is not a directory")
@@ -84,14 +87,37 @@ class Shadow:
         self._sock: socket.socket | None = None
         self._closers: list[Callable[[], None]] = []
         try:
-            self._start()
+            self._spawn()
+            if ready:
+                self.wait_ready()
         except BaseException:
             self.close()  # a failed start leaves no process, store or mountpoint behind
             raise
 
+    @classmethod
+    def several(cls, source: str | os.PathLike[str], count: int, store: BlobStore) -> list[Shadow]:
+        """`count` shadows of `source` sharing `store`, their overlay processes started
+        together (each takes about a second to start and mount), from this thread: a
+        process's parent-death signal follows the thread that started it."""
+        shadows: list[Shadow] = []
+        try:
+            for _ in range(count):
+                shadows.append(cls(source, store=store, ready=False))
+            for shadow in shadows:
+                shadow.wait_ready()
+        except BaseException:
+            for shadow in shadows:
+                shadow.close()
+            raise
+        return shadows
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def _start(self) -> None:
+        self._spawn()
+        self.wait_ready()
+
+    def _spawn(self) -> None:
         os.makedirs(self.mountpoint, exist_ok=True)
         parent_end, child_end = socket.socketpair()
         command = [
@@ -108,6 +134,11 @@ class Shadow:
         child_end.close()
         self._sock = parent_end
         self._known = set()
+
+    def wait_ready(self) -> None:
+        """Until the overlay process mounted (OverlayError if it could not)."""
+        parent_end = self._sock
+        assert parent_end is not None
         parent_end.settimeout(START_TIMEOUT)
         try:
             hello = channel.receive(parent_end)

@@ -164,17 +164,25 @@ Policy = str  # a name in POLICIES
 # process that needs no other file), by name; every other server is treated as heavy.
 SINGLE_FILE_SERVERS = frozenset({"ruff"})
 MAX_LIGHT_LANES = 4  # beyond this the one services loop, not the cores, is what limits
+MAX_HEAVY_LANES = 4
+HEAVY_LANE_MEMORY = 2 * 2**30  # what a cross-file server's lane is budgeted on a large project
 
 
-def default_lanes(servers: Sequence[str], cores: int) -> int:
-    """How many lanes (shadows with their servers) a workspace opens unless told.
+def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None) -> int:
+    """How many lanes (shadows with their servers) a workspace opens unless told; `memory`:
+    the bytes the machine has available (None: unknown).
 
     Single-file linters (ruff): one lane per core, up to `MAX_LIGHT_LANES`: each lane is a small
     overlay process and a server that uses a core while it lints, so branches' lints run side
-    by side. Any cross-file server (pyright, basedpyright, tsserver...): one lane per 8 cores,
-    at least one, because each lane holds a whole program's analysis in memory (hundreds of
-    MB) and already uses several threads.
+    by side. Any cross-file server (pyright, basedpyright, tsserver...): one lane per core too,
+    up to `MAX_HEAVY_LANES`, as long as half the available memory holds `HEAVY_LANE_MEMORY` per
+    lane (at least one lane): such a server checks a file on one thread (pyright re-checks the
+    switched file after every switch), so one lane uses one core, and each lane holds a whole
+    program's analysis (on more-itertools, 100-200 MB of PSS per pyright).
     """
-    if servers and all(name in SINGLE_FILE_SERVERS for name in servers):
+    if not servers:  # nothing to serve side by side
+        return 1
+    if all(name in SINGLE_FILE_SERVERS for name in servers):
         return max(1, min(cores, MAX_LIGHT_LANES))
-    return max(1, cores // 8)
+    fits = MAX_HEAVY_LANES if memory is None else memory // 2 // HEAVY_LANE_MEMORY
+    return max(1, min(cores, MAX_HEAVY_LANES, fits))

@@ -71,7 +71,7 @@ def _units(char: str, encoding: Encoding) -> int:
 
 def to_character(line: str, index: int, encoding: Encoding) -> int:
     """Code-point index in `line` -> LSP character offset in `encoding`."""
-    if encoding == "utf-32":
+    if encoding == "utf-32" or line.isascii():  # a code point is one unit
         return min(index, len(line))
     return sum(_units(c, encoding) for c in line[:index])
 
@@ -79,8 +79,8 @@ def to_character(line: str, index: int, encoding: Encoding) -> int:
 def from_character(line: str, character: int, encoding: Encoding) -> int:
     """LSP character offset -> code-point index (clamped to the line; a position inside a
     surrogate pair or a multi-byte character rounds up to the next code point)."""
-    if encoding == "utf-32":
-        return min(character, len(line))
+    if encoding == "utf-32" or line.isascii():  # a code point is one unit
+        return min(max(character, 0), len(line))
     units = 0
     for index, char in enumerate(line):
         if units >= character:

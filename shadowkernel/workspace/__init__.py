@@ -7,7 +7,8 @@ overrides, pure), `arguments` (checks of what callers pass), `checkers` (disk-bo
 as sandboxed runs at a version, cached per content), `baselints` (the base-lint cache
 behind the `new` column), `scratch` (what runs wrote, and what `keep=True` keeps, pure),
 `runs` (a branch's runs through the scheduler), `diff` (a version against its base), `accept`
-(the accept plan and three-way merges, pure), `state` (a branch's state: versions, bases,
+(the accept plan and three-way merges, pure), `identity` (values kept by a bytes object's
+identity), `state` (a branch's state: versions, bases,
 scratch, lock), `statedir` and `durable` (branches on disk, restored on open), `gitexport`
 (a branch as a git commit), then `branch` and `workspace`. This layer may
 import everything below it (the scheduler, runs, language servers, the overlay, the text

@@ -11,13 +11,13 @@ base, per (base bytes, version bytes), computed once per version off the service
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from typing import Generic, TypeVar
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Sequence
 
 from ..lsp import LineMap, Lint, line_map
 from ..paths import RelPath
+from .identity import IdentityCache
 from .staging import digest
 
 Key = tuple[str, RelPath, str]
@@ -36,16 +36,43 @@ def key(servers: str, path: RelPath, base: bytes | None, kept: bool = False) -> 
 
 
 class BaseLints:
-    """Lints of base files, per key; filled by lint requests, never invalidated (keys change)."""
+    """Lints of base files, per key; filled by lint requests, never invalidated (keys change).
+
+    A key one lane is linting is *in flight*: another lane needing it serves its own lints
+    first and then waits for that answer (`wait`), instead of linting the same base again
+    (with several lanes, every lane's first request would). Used on the services' loop only.
+    """
 
     def __init__(self) -> None:
         self._lints: dict[Key, tuple[Lint, ...]] = {}
+        self._flying: dict[Key, asyncio.Future[None]] = {}
 
     def __len__(self) -> int:
         return len(self._lints)
 
     def missing(self, keys: dict[RelPath, Key]) -> list[RelPath]:
-        return [path for path, k in keys.items() if k not in self._lints]
+        """The paths whose key is neither cached nor in flight on another lane."""
+        return [path for path, k in keys.items() if k not in self._lints and k not in self._flying]
+
+    @contextlib.asynccontextmanager
+    async def linting(self, keys: dict[RelPath, Key]) -> AsyncIterator[None]:
+        """Mark `keys` in flight while the block lints them (and `store`s the answer);
+        waiters wake when it ends, whether it stored them or failed."""
+        loop = asyncio.get_running_loop()
+        mine = {k: self._flying.setdefault(k, loop.create_future()) for k in keys.values()}
+        try:
+            yield
+        finally:
+            for k, future in mine.items():
+                if self._flying.get(k) is future:
+                    del self._flying[k]
+                if not future.done():
+                    future.set_result(None)
+
+    async def wait(self, keys: dict[RelPath, Key]) -> None:
+        """Until no key of `keys` is in flight (then each is cached, or `missing` again)."""
+        while flying := [self._flying[k] for k in keys.values() if k in self._flying]:
+            await asyncio.wait(flying)
 
     def store(self, keys: dict[RelPath, Key], found: Iterable[Lint]) -> None:
         """Record `found` (the lints of the paths in `keys`, in the base snapshot) per path."""
@@ -58,41 +85,6 @@ class BaseLints:
 
     def lints(self, keys: dict[RelPath, Key]) -> list[Lint]:
         return [lint for k in keys.values() for lint in self._lints[k]]
-
-
-V = TypeVar("V")
-
-
-class IdentityCache(Generic[V]):
-    """Values computed from some bytes objects, keyed by their identity (no hashing of
-    megabytes per lint), least recently used first out. An entry holds its objects, so their
-    ids cannot be reused while it lives. Thread-safe."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[int, ...], tuple[tuple[bytes, ...], V]] = OrderedDict()
-
-    def get(self, of: tuple[bytes, ...], make: Callable[[], V]) -> V:
-        key = tuple(map(id, of))
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key][1]
-        value = make()  # outside the lock: two threads may both compute it, same answer
-        with self._lock:
-            self._entries[key] = (of, value)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-        return value
-
-    def cached(self, of: tuple[bytes, ...]) -> V | None:
-        with self._lock:
-            entry = self._entries.get(tuple(map(id, of)))
-        return None if entry is None else entry[1]
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 _DIGESTS: IdentityCache[str] = IdentityCache(1024)

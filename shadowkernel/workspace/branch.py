@@ -31,7 +31,16 @@ from ..text.uris import uri_to_rel
 from . import arguments, baselints, checkers, gitexport, runs, scratch
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
-from .staging import LINK, Version, base_snapshot, is_text, n_files, texts, version_snapshot
+from .staging import (
+    LINK,
+    RECENT_TEXTS,
+    Version,
+    base_snapshot,
+    is_text,
+    n_files,
+    texts,
+    version_snapshot,
+)
 from .state import BranchState, file_bytes
 
 if TYPE_CHECKING:
@@ -196,7 +205,11 @@ class Branch:
         self, changes: Mapping[RelPath, str | None], op: str, modes: Mapping[RelPath, int] = {}
     ) -> int:
         data = {p: None if t is None else encode(t, p) for p, t in changes.items()}
-        return self._stage(data, op, modes)
+        number = self._stage(data, op, modes)
+        for path, content in data.items():  # the lint that follows opens these texts as given
+            if content is not None:
+                RECENT_TEXTS.remember(content, changes[path])  # type: ignore[arg-type]
+        return number
 
     def _stage(
         self, data: Mapping[RelPath, bytes | None], op: str, modes: Mapping[RelPath, int] = {}
@@ -283,6 +296,13 @@ class Branch:
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
+        async def lint_base(lane: Lane, keys: dict[RelPath, baselints.Key]) -> None:
+            missing = {p: keys[p] for p in cache.missing(keys)}
+            if missing:  # the base's snapshot hashes every base file: only when needed
+                async with cache.linting(missing):
+                    await lane.show(base_snapshot(bases, modes, self.workspace.base_blob))
+                    cache.store(missing, await lane.pool.lint(list(missing), servers, fixes=False))
+
         async def job(lane: Lane) -> Answer[tuple[list[Lint], list[bool], int]]:
             keys = {  # read when served: untouched files are the user's files of that moment
                 p: baselints.key(
@@ -291,13 +311,11 @@ class Branch:
                 for p in targets
                 if p not in bases or bases[p] is not None  # files the base has
             }
-            missing = cache.missing(keys)
-            if missing:  # the base's snapshot hashes every base file: only when needed
-                await lane.show(base_snapshot(bases, modes, self.workspace.base_blob))
-                found = await lane.pool.lint(missing, servers, fixes=False)
-                cache.store({p: keys[p] for p in missing}, found)
+            await lint_base(lane, keys)
             await lane.show(snapshot)
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
+            await cache.wait(keys)  # base files another lane was linting meanwhile
+            await lint_base(lane, keys)  # ... unless that lane failed
             base_lints = cache.lints(keys)
             maps = await _line_maps(self.workspace.line_maps, version, bases,
                                     _may_be_old(lints, base_lints))  # fmt: skip

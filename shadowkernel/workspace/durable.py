@@ -48,8 +48,8 @@ from ..errors import PathError, ShadowError, StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink
 from ..paths import RelPath
 from . import statedir
-from .baselints import IdentityCache
 from .folder import Folder
+from .identity import IdentityCache
 from .staging import Version
 from .state import Base, BranchState
 

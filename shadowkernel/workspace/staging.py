@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -81,8 +83,40 @@ def texts(version: Version) -> dict[RelPath, str]:
         if data is None or version.modes.get(path) == LINK:
             continue
         with contextlib.suppress(UnicodeDecodeError):
-            out[path] = data.decode("utf-8")
+            out[path] = RECENT_TEXTS.text(data)
     return out
+
+
+class RecentTexts:
+    """The text each new version's bytes were staged from, by the bytes object's identity,
+    until it is first read (up to `budget` bytes): the lint that follows a write opens that
+    text without decoding the file again (0.2-0.8 ms for a 175 KB file that is not ASCII),
+    and nothing stays behind once it did. Thread-safe; an entry holds its bytes, so their id
+    cannot be reused while it lives."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget, self._size = budget, 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[int, tuple[bytes, str]] = OrderedDict()
+
+    def remember(self, data: bytes, text: str) -> None:
+        with self._lock:
+            if (old := self._entries.pop(id(data), None)) is not None:
+                self._size -= len(old[0])
+            self._entries[id(data)] = (data, text)
+            self._size += len(data)
+            while self._size > self._budget:
+                self._size -= len(self._entries.popitem(last=False)[1][0])
+
+    def text(self, data: bytes) -> str:
+        with self._lock:
+            entry = self._entries.pop(id(data), None)
+            if entry is not None:
+                self._size -= len(entry[0])
+        return entry[1] if entry is not None else data.decode("utf-8")
+
+
+RECENT_TEXTS = RecentTexts(16 * 2**20)
 
 
 def is_text(data: bytes) -> bool:

@@ -107,7 +107,8 @@ class Workspace:
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
         if lanes is None:  # the machine's cores and the servers decide (sched.default_lanes)
-            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)))
+            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)),
+                                  _available_memory())  # fmt: skip
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
@@ -138,6 +139,7 @@ class Workspace:
         self._base_bytes: dict[tuple[RelPath, str], bytes] = {}
         self._ids = itertools.count(1)
         self._closed = False
+        self._starting: list[asyncio.Task[None]] = []
         try:
             if self.state_dir is not None:
                 self.durable = DurableStore(self.state_dir, self.root)
@@ -154,9 +156,8 @@ class Workspace:
         facts = capabilities.probe()
         chosen = capabilities.decide(requested, facts)
         if chosen.name == "fuse":
-            try:
-                for _ in range(lanes):
-                    self._shadows.append(Shadow(self.root, store=self.store))
+            try:  # started side by side: each takes about a second to mount
+                self._shadows = list(Shadow.several(self.root, lanes, self.store))
             except OverlayError as error:
                 if requested == "fuse":
                     raise
@@ -187,6 +188,8 @@ class Workspace:
         ]  # fmt: skip
         scheduler = Scheduler(lanes, policy, batch, origin=self.origin)
         scheduler.start()
+        # The servers start now, beside the caller's first stagings, not in the first answer.
+        self._starting = [asyncio.create_task(lane.pool.start()) for lane in lanes]
         return scheduler
 
     @property
@@ -386,6 +389,7 @@ class Workspace:
     async def _shutdown(self, scheduler: Scheduler) -> None:
         await self.run_queue.close(RUNS_END_WITHIN)  # before the lanes: fuse runs hold one
         await scheduler.close()
+        await asyncio.gather(*self._starting, return_exceptions=True)  # no start left behind
         await asyncio.gather(*(lane.pool.close() for lane in scheduler.lanes),
                              return_exceptions=True)  # fmt: skip
 
@@ -407,6 +411,18 @@ class Workspace:
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory the machine can still give (MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _server_names(servers: Any) -> list[str]:
