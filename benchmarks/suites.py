@@ -132,8 +132,9 @@ def build_one(lib: Library, args: argparse.Namespace, out: Path) -> dict:
     quota = max(1, math.ceil(lib.quota * args.tasks / 1000 * args.scale))
     suite, seconds = make(lib, quota, args.workers)
     (out / f"{lib.name}.json").write_text(suite.to_json())
-    sample = suite.select(first=min(args.validate, len(suite)))
+    sample, began = spread(suite, args.validate), time.perf_counter()
     table = sample.validate() if len(sample) else None
+    validating = time.perf_counter() - began
     valid = int((table["fails_on_task"] & table["passes_on_original"]).sum()) if len(
         sample) else 0  # fmt: skip
     baseline = float(suite.extra["seconds_baseline"])
@@ -145,15 +146,22 @@ def build_one(lib: Library, args: argparse.Namespace, out: Path) -> dict:
            "cpu_seconds": float(suite.extra["seconds_cpu"]),
            "single_seconds": float(suite.extra["seconds_single"]),
            "seconds_per_task": round((seconds - baseline) / kept, 2) if kept else None,
-           "validated": f"{valid}/{len(sample)}",
+           "validated": f"{valid}/{len(sample)}", "validate_seconds": round(validating, 1),
            "rejected": json.loads(suite.extra["rejected"]),
            "full_quota": math.ceil(lib.quota * args.tasks / 1000)}  # fmt: skip
     print(f"{lib.name:>16} {lib.version:<8} kept {kept:>4}/{quota:<4} of {row['tried']:>4} "
           f"tried in {seconds:7.1f} s (baseline {baseline:.1f} s, batches "
           f"{row['batch_seconds']:.0f} s, single runs {row['single_seconds']:.0f} s) "
-          f"validated {valid}/{len(sample)}; CPU of its tests {row['cpu_seconds']:.0f} s, "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+          f"validated {valid}/{len(sample)} in {validating:.0f} s; CPU of its tests "
+          f"{row['cpu_seconds']:.0f} s, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     return row
+
+
+def spread(suite: sk.evals.Suite, k: int) -> sk.evals.Suite:
+    """`k` tasks evenly spaced through the suite (its first, and on to its last ones)."""
+    n = len(suite)
+    picked = sorted({i * n // k for i in range(min(k, n))})
+    return suite.with_tasks([suite.tasks[i] for i in picked])
 
 
 def projection(rows: list[dict], parallel: int) -> float:
@@ -215,7 +223,8 @@ def main() -> None:
     b = sub.add_parser("build", help=">= 1,000 validated tasks from the libraries")
     b.add_argument("--tasks", type=int, default=1000)
     b.add_argument("--scale", type=float, default=1.0, help="share of each quota to make")
-    b.add_argument("--validate", type=int, default=3, help="tasks re-validated per library")
+    b.add_argument("--validate", type=int, default=5,
+                   help="tasks re-validated per library (evenly spaced)")  # fmt: skip
     b.add_argument("--out", default=str(ROOT / "built"))
     b.add_argument("--libraries", default="", help="comma-separated names (default: all)")
     b.add_argument("--parallel", type=int, default=2, help="libraries built at once")
