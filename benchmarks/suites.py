@@ -53,26 +53,26 @@ class Library:
     version: str
     command: str  # its own tests, relative to the unpacked sdist
     quota: int  # tasks it contributes to a 1,000-task build
+    per_function: int = 3  # tasks per function at most
 
 
 # Small pure-Python libraries whose sdists carry their own pytest suites, which run in seconds.
-# Quotas lean on the libraries whose tests are fast (boltons, toolz); without the functions
-# that run at import time (left out: each is judged on the whole suite) toolz yields 203,
-# parse 41 and inflection 6 (measured), so boltons makes up the rest: 1,120 asked, ~1,025 made.
+# Without the functions that run at import time (left out: each is judged on the whole
+# suite), at 3 tasks per function the candidates run out at boltons 649, toolz 203, parse 41,
+# jmespath ~60 and inflection 6 (measured: 974 in all), so toolz gives 4 per function and
+# more-itertools, slower under mutation (~4 s of CPU per kept task), makes up the rest.
 LIBRARIES = (
     # its conftest.py predates pytest 8's hook signature (and only skips Python 2 files)
     Library("boltons", "24.1.0", "python -m pytest tests --noconftest", 700),
-    Library("toolz", "1.0.0", "python -m pytest toolz/tests", 250),
+    Library("toolz", "1.0.0", "python -m pytest toolz/tests", 300, per_function=4),
+    # less its prime sieves' tests: test_primes alone is most of the suite's 40 s of CPU
+    Library("more-itertools", "11.2.1", "python -m pytest tests -k 'not PrimeFunctionTests'", 40),
     Library("parse", "1.20.2", "python -m pytest tests", 100),
     Library("jmespath", "1.0.1", "python -m pytest tests", 60),
     Library("six", "1.16.0", "python -m pytest test_six.py", 15),
     Library("inflection", "0.5.1", "python -m pytest test_inflection.py", 15),
 )
-# Left out of `build`: its tests are slow under mutation (about 4 s of CPU per kept task,
-# five times boltons'); `repro` and `--libraries more-itertools` use it.
-# less its prime sieves' tests: test_primes alone is most of the suite's 40 s of CPU
-MORE_ITERTOOLS = Library("more-itertools", "11.2.1",
-                         "python -m pytest tests -k 'not PrimeFunctionTests'", 180)  # fmt: skip
+MORE_ITERTOOLS = LIBRARIES[2]  # `repro` makes it twice
 
 
 def unpacked(lib: Library) -> Path:
@@ -83,7 +83,8 @@ def unpacked(lib: Library) -> Path:
 
 def make(lib: Library, n: int, workers: int, seed: int = 0) -> tuple[sk.evals.Suite, float]:
     began = time.perf_counter()
-    suite = sk.mutation_suite(unpacked(lib), lib.command, n=n, seed=seed, per_function=3,
+    suite = sk.mutation_suite(unpacked(lib), lib.command, n=n, seed=seed,
+                              per_function=lib.per_function,
                               max_candidates=6 * n + 20, workers=workers,
                               import_time=False)  # fmt: skip
     return suite, time.perf_counter() - began
@@ -94,7 +95,7 @@ def build(args: argparse.Namespace) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     load, began = os.getloadavg(), time.perf_counter()
     chosen = args.libraries.split(",") if args.libraries else [lib.name for lib in LIBRARIES]
-    libraries = [lib for lib in (*LIBRARIES, MORE_ITERTOOLS) if lib.name in chosen]
+    libraries = [lib for lib in LIBRARIES if lib.name in chosen]
     # `parallel` libraries at once: one's baseline (a single process) overlaps another's
     # forked children; each library's suite is the same whatever runs beside it.
     with cf.ThreadPoolExecutor(args.parallel) as pool:
