@@ -34,7 +34,10 @@ the mutant's test ids in their order and reports outcomes and reports through a 
 to `confirm` tests fail and none ran out of budget, another child runs the same ids on the
 original. A mutant the swap cannot express exactly (its module was not imported before the
 tests, the module's structure changes, a closure's cells differ, or no live function holds
-its code) is answered "fallback", and the caller judges it with a run of its own. `jobs`
+its code) is answered "fallback", and the caller judges it with a run of its own. A child
+blocked for `IDLE_LIMIT` seconds (no CPU used, nothing runnable in its process tree: a
+mutant waiting forever on a socket or a lock, which no CPU budget stops) is killed and
+answered "timed_out", as is one past the wall-clock "timeout". `jobs`
 children run at once; results are printed in the file's order. The file is JSON: {"options",
 "paths", "budgets", "jobs", "timeout" (wall seconds per child, a last resort), "reports" (how
 many failures' reports to keep), "confirm", "stop" (as above; 0 on the original), "mutants":
