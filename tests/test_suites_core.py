@@ -246,41 +246,6 @@ def test_bad_arguments_name_the_argument(call, argument):
     assert argument in str(info.value) and isinstance(info.value, ArgumentError)
 
 
-def test_a_blocked_child_is_told_from_a_running_one():
-    """A batch stops a child blocked for good by its idleness (no CPU, nothing runnable in
-    its process tree), which the load does not stretch: a sleeping process grows idle, a busy
-    one and one waiting for a busy child of its own never do."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from shadowkernel.evals._pytest_driver import Idle
-
-    spin = "while True: pass"
-    commands = {"sleeping": "import time; time.sleep(120)", "busy": spin,
-                "waiting on a busy child": "import subprocess, sys; subprocess.run("
-                                           f"[sys.executable, '-c', {spin!r}])"}  # fmt: skip
-    started = {k: subprocess.Popen([sys.executable, "-c", c], start_new_session=True)
-               for k, c in commands.items()}  # fmt: skip
-    try:
-        watches = {k: Idle(p.pid) for k, p in started.items()}
-        seen: dict[str, list[float]] = {k: [] for k in started}
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (seen["sleeping"] and seen["sleeping"][-1] > 2):
-            now = time.monotonic()
-            for k, watch in watches.items():
-                seen[k].append(watch.seconds(now))
-            time.sleep(0.2)  # sampling, as the batch does (the bound is the deadline)
-        assert seen["sleeping"][-1] > 2, seen["sleeping"]
-        assert not any(seen["busy"]) and not any(seen["waiting on a busy child"]), seen
-    finally:
-        for process in started.values():
-            os.killpg(process.pid, signal.SIGKILL)  # the busy child's child too
-            process.wait()
-
-
 def test_bug_reports_leave_out_counts_that_vary_between_runs():
     """jmespath's threaded cache test counts its threads' errors: a count that varies."""
     from shadowkernel.evals.mutation_suite import clean_report

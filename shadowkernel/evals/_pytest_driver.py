@@ -34,10 +34,7 @@ the mutant's test ids in their order and reports outcomes and reports through a 
 to `confirm` tests fail and none ran out of budget, another child runs the same ids on the
 original. A mutant the swap cannot express exactly (its module was not imported before the
 tests, the module's structure changes, a closure's cells differ, or no live function holds
-its code) is answered "fallback", and the caller judges it with a run of its own. A child
-blocked for `IDLE_LIMIT` seconds (no CPU used, nothing runnable in its process tree: a
-mutant waiting forever on a socket or a lock, which no CPU budget stops) is killed and
-answered "timed_out", as is one past the wall-clock "timeout". `jobs`
+its code) is answered "fallback", and the caller judges it with a run of its own. `jobs`
 children run at once; results are printed in the file's order. The file is JSON: {"options",
 "paths", "budgets", "jobs", "timeout" (wall seconds per child, a last resort), "reports" (how
 many failures' reports to keep), "confirm", "stop" (as above; 0 on the original), "mutants":
@@ -294,7 +291,6 @@ def fan_out(spec, todo, results, child):
     running = {}  # pid -> (mutant index, mutated?, read end, chunks, started)
     selector = selectors.DefaultSelector()
     timeout = float(spec.get("timeout", 300))
-    idleness = {}  # pid -> Idle
 
     def done(index, mutated, answer):
         if mutated:
@@ -321,17 +317,12 @@ def fan_out(spec, todo, results, child):
                 continue
             selector.unregister(key.fd)
             index, mutated, fd, chunks, _ = running.pop(pid)
-            idleness.pop(pid, None)
             os.close(fd)
             os.waitpid(pid, 0)
             done(index, mutated, _decode(b"".join(chunks)))
         now = time.monotonic()
         for pid, (index, mutated, fd, _, started) in list(running.items()):
-            idle = idleness.setdefault(pid, Idle(pid)).seconds(now)
-            # blocked (a mutant that waits forever on a socket, a lock, a sleep) or a loop in
-            # C code (the wall-clock timeout: the last resort)
-            if idle > IDLE_LIMIT or now - started > timeout:
-                idleness.pop(pid, None)
+            if now - started > timeout:  # a loop in C code: the last resort
                 os.kill(pid, signal.SIGKILL)
                 selector.unregister(fd)
                 os.close(fd)
@@ -339,68 +330,6 @@ def fan_out(spec, todo, results, child):
                 del running[pid]
                 done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True})
     selector.close()
-
-
-IDLE_LIMIT = 30.0  # seconds a child may wait without using any CPU (see Idle)
-
-
-class Idle:
-    """How long a child (with its threads and descendants) has been blocked: neither
-    running, nor waiting for a CPU, nor in disk I/O, and using no CPU time, since it last
-    did. Unlike wall time this does not grow with the machine's load (a process waiting
-    for a CPU is in state R), so a child blocked for good is stopped alike on an idle or
-    a loaded machine. Read from /proc (the sandbox's own: only this run's processes)."""
-
-    def __init__(self, pid):
-        self.pid, self.cpu, self.since = pid, None, None
-
-    def seconds(self, now):
-        cpu, active = _activity(self.pid)
-        if active or cpu != self.cpu:
-            self.cpu, self.since = cpu, None
-            return 0.0
-        if self.since is None:
-            self.since = now
-        return now - self.since
-
-
-def _activity(root):
-    """(CPU ticks of the process tree under `root`, reaped children included; whether any
-    of its threads is running, runnable or in uninterruptible I/O)."""
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat(f"/proc/{entry}/stat")
-            if fields:
-                stats[int(entry)] = fields
-    tree, frontier = set(), [root]
-    while frontier:
-        pid = frontier.pop()
-        tree.add(pid)
-        frontier += [p for p, f in stats.items() if int(f[1]) == pid and p not in tree]
-    cpu, active = 0, False
-    for pid in tree:
-        fields = stats.get(pid)
-        if fields is None:
-            continue
-        cpu += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
-        try:
-            threads = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            threads = []
-        states = [(_stat(f"/proc/{pid}/task/{t}/stat") or "S")[0] for t in threads]
-        active = active or any(state in "RD" for state in states or [fields[0]])
-    return cpu, active
-
-
-def _stat(path):
-    """The fields of a /proc stat file after the command's name: state, ppid, ..."""
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2 :].split()
 
 
 def _confirm(spec, answer, tests):

@@ -34,9 +34,7 @@
 Reproducible: the same project, command, `n` and `seed` give the same suite byte for byte
 (`Suite.to_json()`) on an idle or a loaded machine. Nothing decides by wall-clock time: a
 looping test is stopped by its CPU budget, and a candidate with a test out of budget is
-excluded ("timed out"), whatever the load, as is one whose test stays blocked 30 s in a
-batch (using no CPU, nothing runnable: time the load does not stretch); candidates are
-judged a batch at a time, but they
+excluded ("timed out"), whatever the load; candidates are judged a batch at a time, but they
 are taken in their seeded order. The tests themselves are assumed deterministic (a flaky test
 can flip a candidate). Cost: one coverage run of the suite, then per batch one collection,
 per candidate a fork running the tests that reach its function, and per kept task one more
