@@ -95,16 +95,23 @@ def build(
 ) -> None:
     """Install the patched pyfuse3 into `python`'s environment: the wheel built earlier on this
     machine, else one built now (about a minute); `rebuild` builds anew either way."""
-    wheel = None if rebuild else cached_wheel(python)
-    if wheel is None:
-        wheel = _build_wheel(python, say)
-    else:
-        say(f"installing the patched build made earlier ({wheel})")
-    _install(python, wheel)
+    _install(python, wheel(python, say, rebuild))
     check = "import pyfuse3, sys; sys.exit(not hasattr(pyfuse3, 'NO_OPEN_SUPPORT'))"
     if subprocess.run([python, "-c", check]).returncode != 0:
         raise OverlayError(f"pyfuse3 was built, but {python} still imports another one")
     say("done: the shadow now runs on the fast path")
+
+
+def wheel(
+    python: str = sys.executable, say: Callable[[str], None] = print, rebuild: bool = False
+) -> Path:
+    """The patched wheel for `python`, built now unless an earlier build is cached. It needs
+    nothing installed in `python`'s environment, so .ci/setup builds it beside the install."""
+    cached = None if rebuild else cached_wheel(python)
+    if cached is None:
+        return _build_wheel(python, say)
+    say(f"using the patched build made earlier ({cached})")
+    return cached
 
 
 def wheel_cache(python: str = sys.executable) -> Path:
