@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -111,13 +112,17 @@ class Kernel:
 
 @contextmanager
 def kernel(name: str = "shadowkernel", cwd: Path | None = None) -> Iterator[Kernel]:
-    manager = KernelManager(kernel_name=name)
-    manager.start_kernel(cwd=str(cwd or REPO))
-    k = Kernel(manager)
-    try:
-        yield k
-    finally:
-        k.stop()
+    # Over unix sockets (Jupyter's "ipc" transport): with TCP the client picks free ports that
+    # the kernel binds later, and a kernel or server another test starts meanwhile can take one
+    # ("Address already in use", seen under load).
+    with tempfile.TemporaryDirectory(prefix="sk-kernel-") as sockets:
+        manager = KernelManager(kernel_name=name, transport="ipc", ip=f"{sockets}/k")
+        manager.start_kernel(cwd=str(cwd or REPO))
+        k = Kernel(manager)
+        try:
+            yield k
+        finally:
+            k.stop()
 
 
 def copy_sample(target: Path) -> Path:
