@@ -30,8 +30,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import optimize as _optimize
-from scipy import stats as _stats
 
 from ..errors import ArgumentError
 
@@ -51,6 +49,8 @@ def mcnemar(b: int, c: int) -> McNemar:
     n = b + c
     if n == 0:
         return McNemar(b, c, 0.0, 1.0, "none")
+    from scipy import stats as _stats  # here: 1.5 s of CPU that importing evals need not pay
+
     if n < EXACT_BELOW:
         p = min(1.0, 2.0 * float(_stats.binom.cdf(min(b, c), n, 0.5)))
         return McNemar(b, c, float(min(b, c)), p, "exact")
@@ -79,9 +79,11 @@ def minimum_detectable_effect(pairs: int, discordant: float = 1.0, alpha: float 
                               power: float = 0.8) -> float:  # fmt: skip
     """The smallest difference in success rate McNemar's test detects with `pairs` pairs when
     a share `discordant` of them disagree (nan: none detectable, even all discordant)."""
+    from scipy import optimize as _optimize  # as in mcnemar
+
     if pairs < 1 or not 0 < discordant <= 1:
         return float("nan")
-    z_a, z_b = _stats.norm.ppf(1 - alpha / 2), _stats.norm.ppf(power)
+    z_a, z_b = _normal_quantiles(alpha, power)
 
     def gap(d: float) -> float:
         return float(np.sqrt(pairs) * d - z_a * np.sqrt(discordant)
@@ -90,6 +92,12 @@ def minimum_detectable_effect(pairs: int, discordant: float = 1.0, alpha: float 
     if gap(discordant) < 0:
         return float("nan")
     return float(_optimize.brentq(gap, 1e-9, discordant))
+
+
+def _normal_quantiles(alpha: float, power: float) -> tuple[float, float]:
+    from scipy import stats as _stats  # as in mcnemar
+
+    return float(_stats.norm.ppf(1 - alpha / 2)), float(_stats.norm.ppf(power))
 
 
 def discordance(baseline_rate: float, effect: float) -> float:
@@ -110,7 +118,7 @@ def pairs_needed(effect: float, baseline_rate: float, discordant: float | None =
     if not abs(effect) <= p_d <= 1:
         raise ArgumentError(f"discordant={discordant!r}: give a share in [|effect|, 1] (at "
                             "least the effect: every pair that differs is discordant)")  # fmt: skip
-    z_a, z_b = _stats.norm.ppf(1 - alpha / 2), _stats.norm.ppf(power)
+    z_a, z_b = _normal_quantiles(alpha, power)
     d = abs(effect)
     n = (z_a * np.sqrt(p_d) + z_b * np.sqrt(max(p_d - d * d, 0.0))) ** 2 / (d * d)
     return int(np.ceil(n - 1e-9))
