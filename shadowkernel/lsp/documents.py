@@ -20,9 +20,9 @@ from lsprotocol import types as lsp
 
 from ..errors import StagingError
 from ..paths import RelPath
+from ..text.ends import common_prefix, common_suffix, ends
 from ..text.positions import Encoding, from_character, line_starts, lines, to_character
 from ..text.ranges import Changes, apply_workspace_edit
-from ..text.ends import common_prefix, common_suffix, ends
 from ..text.uris import file_uri_path, path_to_uri, uri_to_path
 
 __all__ = [
