@@ -48,7 +48,6 @@ from typing import Any
 import attrs
 
 import shadowkernel as sk
-from shadowkernel.evals import pypi
 from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
 from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.sched import percentile
@@ -73,6 +72,11 @@ def server_spec(name: str) -> ServerSpec:
 
 def prepare(project: str, into: Path) -> Path:
     """The library's sdist unpacked, with the pyright config, committed to a git repository."""
+    # Imported here, in the parent only: evals/ brings scipy and pandas' plotting, 600 modules
+    # an agent's process would not hold, whose objects every full collection of the children's
+    # garbage collector would walk on both sides.
+    from shadowkernel.evals import pypi
+
     name, _, version = project.partition("==")
     root = pypi.unpack(name, version, into)
     (root / "pyrightconfig.json").write_text(json.dumps(PYRIGHT_CONFIG))

@@ -6,7 +6,9 @@ is ever written into the user's folder."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from overlay_helpers import make_project, needs_fuse, snapshot
 
 import shadowkernel as sk
+from shadowkernel.evals import pypi
 from shadowkernel.workspace import durable, statedir
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
@@ -226,3 +229,54 @@ def test_a_power_loss_before_the_flush_ends_a_branch_at_its_last_whole_version(
     with reopen(project, state) as ws:
         assert ws.branches["a"].read("pkg/mod.py") == "A = 4\n"
         assert ws.branches["a"].version == 2
+
+
+def test_small_changes_of_a_large_file_are_recorded_as_changes_and_come_back_whole(
+    tmp_path: Path,
+) -> None:
+    """A real library's 5,644-line file edited version after version: each small change is a
+    record of a few hundred bytes, no blob; edits far apart, a delete and a rewrite are blobs;
+    a second workspace restores every version byte for byte."""
+    project = pypi.unpack("more-itertools", "11.2.1", tmp_path / "src")
+    state, path = tmp_path / "state", "more_itertools/more.py"
+    base = (project / path).read_text()
+    lines = base.splitlines(keepends=True)
+    with reopen(project, state) as ws:
+        a = ws.branch("a")
+        a.write(path, "".join(["X = 1\n", *lines]))  # a change from the base (first touch)
+        a.replace(path, "X = 1\n", "X = 2\n")  # from the previous version
+        a.write(path, "".join([*lines[:-3], "Y = 3\n", *lines[-3:]]))  # both ends: a blob
+        a.delete(path)
+        a.write(path, base.replace("def ", "def  "))  # after a delete, a rewrite: blobs
+        a.write(path, base.replace("def ", "def  ") + "Z = 4\n")
+        kept = history(ws)
+    records = _records(state)
+    changes = [body["data"][path] for kind, body in records if kind == "version"]
+    assert [isinstance(c, list) for c in changes] == [True, True, False, False, False, True]
+    assert all(len(json.dumps(c)) < 200 for c in changes if isinstance(c, list))
+    named = {p.name for p in (state / "blobs").iterdir()}
+    assert named == {hashlib.sha256(d).hexdigest()
+                     for d in ((project / path).read_bytes(), kept["a"][3][2][path],
+                               kept["a"][5][2][path])}  # fmt: skip
+    with reopen(project, state) as again:
+        assert history(again) == kept
+        assert again.branches["a"].read(path) == base.replace("def ", "def  ") + "Z = 4\n"
+    seq, body = _first_version(state)  # damage: a change that does not fit what it changes
+    body["data"][path][0] = 10**8
+    with sqlite3.connect(state / "record.sqlite") as db:
+        db.execute("UPDATE records SET body = ? WHERE seq = ?", (json.dumps(body), seq))
+    with pytest.raises(sk.PathError, match="cannot restore its branches"):
+        reopen(project, state)
+
+
+def _first_version(state: Path) -> tuple[int, dict]:
+    with sqlite3.connect(state / "record.sqlite") as db:
+        seq, body = db.execute("SELECT seq, body FROM records WHERE kind = 'version' "
+                               "ORDER BY seq LIMIT 1").fetchone()  # fmt: skip
+    return seq, json.loads(body)
+
+
+def _records(state: Path) -> list[tuple[str, dict]]:
+    with sqlite3.connect(state / "record.sqlite") as db:
+        rows = db.execute("SELECT kind, body FROM records ORDER BY seq").fetchall()
+    return [(kind, json.loads(body)) for kind, body in rows]

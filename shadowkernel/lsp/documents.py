@@ -20,6 +20,7 @@ from lsprotocol import types as lsp
 
 from ..errors import StagingError
 from ..paths import RelPath
+from ..text.ends import common_prefix, common_suffix, ends
 from ..text.positions import Encoding, from_character, line_starts, lines, to_character
 from ..text.ranges import Changes, apply_workspace_edit
 from ..text.uris import file_uri_path, path_to_uri, uri_to_path
@@ -125,8 +126,7 @@ def text_change(old: str, new: str, encoding: Encoding = "utf-16") -> dict[str, 
     (no change at all: a resend; a text with `\r`, whose breaks a span could split)."""
     if old == new or "\r" in old or "\r" in new:
         return None
-    start = _common_prefix(old, new, 0, len(old), 0, len(new))
-    end = _common_suffix(old, new, start, len(old), start, len(new))
+    start, end = ends(old, new)
     return {"range": {"start": _position(old, start, encoding),
                       "end": _position(old, len(old) - end, encoding)},
             "text": new[start : len(new) - end]}  # fmt: skip
@@ -165,9 +165,9 @@ def _hunks(a: str, b: str, a0: int, a1: int, b0: int, b1: int,
     """Append the differing stretches of a[a0:a1] and b[b0:b1] (in order): their common
     prefix and suffix cut off, then split where a probe from a's middle occurs exactly once
     on each side (str.find: C speed, linear)."""
-    prefix = _common_prefix(a, b, a0, a1, b0, b1)
+    prefix = common_prefix(a, b, a0, a1, b0, b1)
     a0, b0 = a0 + prefix, b0 + prefix
-    suffix = _common_suffix(a, b, a0, a1, b0, b1)
+    suffix = common_suffix(a, b, a0, a1, b0, b1)
     a1, b1 = a1 - suffix, b1 - suffix
     if a0 == a1 and b0 == b1:
         return
@@ -186,31 +186,6 @@ def _once(text: str, probe: str, begin: int, end: int) -> int:
     """Where `probe` occurs in text[begin:end] if it occurs exactly once, else -1."""
     at = text.find(probe, begin, end)
     return at if at >= 0 and text.find(probe, at + 1, end) < 0 else -1
-
-
-def _common_prefix(a: str, b: str, a0: int, a1: int, b0: int, b1: int) -> int:
-    """Length of the common prefix of a[a0:a1] and b[b0:b1], by bisection on slice equality
-    (memcmp, not a loop)."""
-    low, high = 0, min(a1 - a0, b1 - b0)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[a0 + low : a0 + middle] == b[b0 + low : b0 + middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _common_suffix(a: str, b: str, a0: int, a1: int, b0: int, b1: int) -> int:
-    """Length of the common suffix of a[a0:a1] and b[b0:b1]."""
-    low, high = 0, min(a1 - a0, b1 - b0)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[a1 - middle : a1 - low] == b[b1 - middle : b1 - low]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def _position(text: str, index: int, encoding: Encoding) -> dict[str, int]:

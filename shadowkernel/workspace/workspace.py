@@ -34,6 +34,7 @@ import attrs
 
 from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError, ShadowError
 from ..lsp import LspPool, registry
+from ..lsp.client import warm_codec
 from ..lsp.navigation import Symbol
 from ..lsp.specs import ServerSpec
 from ..overlay.detached import DetachedShadow, private_cache_env
@@ -144,12 +145,24 @@ class Workspace:
             if self.state_dir is not None:
                 self.durable = DurableStore(self.state_dir, self.root)
             self.restored = self._restore(restore)
+            warming = self._warm_codec()
             self._open_shadows(mode, lanes)
+            if warming is not None:
+                warming.join()  # before any server starts: one thread builds the hooks
             self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
         except BaseException:
             self.close()
             raise
         _OPEN.add(self)
+
+    def _warm_codec(self) -> threading.Thread | None:
+        """With servers to start: the LSP codec's first-use cost (~0.1 s of CPU) paid in a
+        thread while the shadows mount (mostly waiting), not by the first answer."""
+        if not self._lsp_servers:
+            return None
+        thread = threading.Thread(target=warm_codec, name="shadowkernel-warm", daemon=True)
+        thread.start()
+        return thread
 
     def _open_shadows(self, requested: str, lanes: int) -> None:
         """A FUSE shadow per lane, or (no mount possible) a detached one; sets the mode."""

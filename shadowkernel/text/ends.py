@@ -1,0 +1,39 @@
+"""What two texts (or two byte strings) share at their ends: the length of their common prefix
+and suffix, found by bisection on slice equality (memcmp in C, not a loop over characters).
+An incremental `didChange` (lsp/documents) and a version recorded as its change from the
+previous one (workspace/durable) both cost O(len) compares this way."""
+
+from __future__ import annotations
+
+from typing import AnyStr
+
+
+def common_prefix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> int:
+    """Length of the common prefix of a[a0:a1] and b[b0:b1]."""
+    low, high = 0, min(a1 - a0, b1 - b0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[a0 + low : a0 + middle] == b[b0 + low : b0 + middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def common_suffix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> int:
+    """Length of the common suffix of a[a0:a1] and b[b0:b1]."""
+    low, high = 0, min(a1 - a0, b1 - b0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[a1 - middle : a1 - low] == b[b1 - middle : b1 - low]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def ends(a: AnyStr, b: AnyStr) -> tuple[int, int]:
+    """(prefix, suffix): how much `a` and `b` share at their start and, after it, at their end
+    (the two never overlap: prefix + suffix <= min(len(a), len(b)))."""
+    prefix = common_prefix(a, b, 0, len(a), 0, len(b))
+    return prefix, common_suffix(a, b, prefix, len(a), prefix, len(b))
