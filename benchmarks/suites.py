@@ -195,6 +195,34 @@ def repro(args: argparse.Namespace) -> dict:
             "load_before": list(load), "load_after": list(os.getloadavg())}  # fmt: skip
 
 
+def sleeps(args: argparse.Namespace) -> dict:
+    """Each library's whole test command run once (no mutant), its process tree sampled as
+    a batch samples a child (`_pytest_driver.asleep`), but every 0.1 s (finer samples count
+    more time asleep): how long the originals' own tests sleep, against `BLOCKED_LIMIT`."""
+    import shlex
+    import subprocess
+
+    from shadowkernel.evals import _pytest_driver as driver
+
+    load, rows = os.getloadavg(), []
+    for lib in LIBRARIES:
+        argv = [sys.executable if w == "python" else w for w in shlex.split(lib.command)]
+        began, watch = time.perf_counter(), driver.Sleep()
+        child = subprocess.Popen(argv, cwd=unpacked(lib), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        while child.poll() is None:
+            watch.update(driver.sample(child.pid))
+            time.sleep(0.1)  # the sampling period (the process ends the loop)
+        rows.append({"library": f"{lib.name} {lib.version}", "exit": child.returncode,
+                     "seconds": round(time.perf_counter() - began, 1),
+                     "asleep": round(watch.seconds, 2)})  # fmt: skip
+        print(f"{lib.name:>16} {lib.version:<8} its tests asleep {watch.seconds:6.2f} s of "
+              f"{rows[-1]['seconds']:6.1f} s wall (exit {child.returncode}); the limit: "
+              f"{driver.BLOCKED_LIMIT:.0f} s, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    return {"mode": "sleeps", "libraries": rows, "limit": driver.BLOCKED_LIMIT,
+            "load_before": list(load), "load_after": list(os.getloadavg())}  # fmt: skip
+
+
 def experiment(args: argparse.Namespace) -> dict:
     suite, seconds = make(Library("six", "1.16.0", "python -m pytest test_six.py", 0),
                           args.tasks, args.workers)  # fmt: skip
@@ -240,6 +268,7 @@ def main() -> None:
     b.add_argument("--parallel", type=int, default=2, help="libraries built at once")
     r = sub.add_parser("repro", help="the same seed twice, compared byte for byte")
     r.add_argument("--tasks", type=int, default=10)
+    sub.add_parser("sleeps", help="how long each library's own tests sleep")
     e = sub.add_parser("experiment", help="the SIMULATED agent over a six suite")
     e.add_argument("--tasks", type=int, default=20)
     e.add_argument("--seeds", type=int, default=2)
@@ -247,7 +276,8 @@ def main() -> None:
     for p, workers in ((b, 1), (r, 2), (e, 2)):
         p.add_argument("--workers", type=int, default=workers, help="children at once")
     args = parser.parse_args()
-    figures = {"build": build, "repro": repro, "experiment": experiment}[args.mode](args)
+    modes = {"build": build, "repro": repro, "sleeps": sleeps, "experiment": experiment}
+    figures = modes[args.mode](args)
     print(json.dumps(figures, sort_keys=True))
 
 

@@ -206,6 +206,7 @@ class Tally:
     seconds_single: float = 0.0  # judging those a batch cannot, a process each
     seconds_cpu: float = 0.0  # CPU of the test processes (baseline, batches, single runs)
     seconds_total: float = 0.0
+    seconds_asleep: float = 0.0  # the longest a batch's run on the original slept
 
     def reject(self, why: str) -> None:
         self.rejected[why] = self.rejected.get(why, 0) + 1
@@ -217,7 +218,8 @@ class Tally:
                 "seconds_batches": f"{self.seconds_batches:.2f}",
                 "seconds_single": f"{self.seconds_single:.2f}",
                 "seconds_cpu": f"{self.seconds_cpu:.2f}",
-                "seconds_total": f"{self.seconds_total:.2f}"}  # fmt: skip
+                "seconds_total": f"{self.seconds_total:.2f}",
+                "seconds_asleep": f"{self.seconds_asleep:.2f}"}  # fmt: skip
 
 
 def mutation_suite(
@@ -363,9 +365,10 @@ def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
     began = time.perf_counter()
     if forkable:
         chosen = [batch[i] for i in forkable]
-        judged, cpu = judge_batch(ws, env, base, texts, opts, budget, chosen,
-                                  f"mutation|batch|{number}")  # fmt: skip
+        judged, cpu, slept = judge_batch(ws, env, base, texts, opts, budget, chosen,
+                                         f"mutation|batch|{number}")  # fmt: skip
         tally.seconds_cpu += cpu
+        tally.seconds_asleep = max(tally.seconds_asleep, slept)
         for i, verdict in zip(forkable, judged, strict=True):
             verdicts[i] = verdict
     tally.seconds_batches += time.perf_counter() - began
