@@ -408,8 +408,14 @@ def sample(root):
             if len(counters) < 2 or not fields:
                 continue  # it ended meanwhile: the thread set differs from the last sample's
             threads[int(tid)] = (int(counters[0]), int(counters[1]))
-            awake = awake or fields[0] in "RD" or "fuse" in _read(base + "wchan")
+            awake = awake or fields[0] in "RD" or _in_fuse(_read(base + "wchan"))
     return Sample(wall, threads, awake)
+
+
+def _in_fuse(wchan):
+    """Whether a thread sleeps in a FUSE request (the kernel waits interruptibly, state S,
+    in `request_wait_answer` until the daemon answers)."""
+    return "fuse" in wchan or wchan == "request_wait_answer"
 
 
 def _listdir(path):
