@@ -37,10 +37,10 @@ looping test is stopped by its CPU budget, and a candidate with a test out of bu
 excluded ("timed out"), whatever the load; so is one whose forked child's processes slept
 30 s in all (a test waiting forever on a socket or a lock uses no CPU: time asleep, read from
 the scheduler's counters, is what the load does not stretch); candidates are judged a batch
-at a time, but they are taken in their seeded order. The tests themselves are assumed deterministic (a flaky test
-can flip a candidate). Cost: one coverage run of the suite, then per batch one collection,
-per candidate a fork running the tests that reach its function, and per kept task one more
-fork running its set on the original (figures in docs/suites.md).
+at a time, but they are taken in their seeded order. The tests themselves are assumed
+deterministic (a flaky test can flip a candidate). Cost: one coverage run of the suite, then
+per batch one collection, per candidate a fork running the tests that reach its function,
+and per kept task one more fork running its set on the original (figures in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
 with plugin autoloading off unless `autoload=True`; the sample of other tests does not run
