@@ -257,3 +257,21 @@ def test_bug_reports_leave_out_counts_that_vary_between_runs():
 
     assert clean_report(report(593713, 9896), "/co") == clean_report(report(594253, 9905), "/co")
     assert clean_report(report(1, 2), "/co").startswith("jmespath/parser.py:91: in parse")
+
+
+def test_bug_reports_leave_out_values_read_from_the_clock():
+    """parse's tests compare with `datetime.today()`: pytest shows the time of the run."""
+    from shadowkernel.evals.mutation_suite import clean_report
+
+    def report(now: str) -> str:
+        return ('E   assert datetime.date(1900, 1, 9) == datetime.date(2026, 1, 9)\n'
+                'E    +  where datetime.date(2026, 1, 9) = date(2026, 1, 9)\n'
+                f'E    +    where 2026 = {now}.year\n'
+                f'E    +      where {now} = <built-in method today of type object at '
+                '0x7f3a2c>()\nE    +        where <built-in method today of type object at '
+                '0x7f3a2c> = datetime.today')  # fmt: skip
+
+    first = clean_report(report("datetime.datetime(2026, 12, 2, 1, 57, 50, 677460)"), "/co")
+    assert first == clean_report(report("datetime.datetime(2026, 12, 2, 2, 5, 48, 993442)"),
+                                 "/co")  # fmt: skip
+    assert "1, 57" not in first and "datetime.date(1900, 1, 9)" in first

@@ -34,7 +34,10 @@ the mutant's test ids in their order and reports outcomes and reports through a 
 to `confirm` tests fail and none ran out of budget, another child runs the same ids on the
 original. A mutant the swap cannot express exactly (its module was not imported before the
 tests, the module's structure changes, a closure's cells differ, or no live function holds
-its code) is answered "fallback", and the caller judges it with a run of its own. `jobs`
+its code) is answered "fallback", and the caller judges it with a run of its own. A child
+whose processes have slept `BLOCKED_LIMIT` seconds in all (`asleep`: a mutant waiting forever
+on a socket or a lock, which no CPU budget stops) is killed and answered "timed_out", as is
+one past the wall-clock "timeout"; each answer carries its "asleep" seconds. `jobs`
 children run at once; results are printed in the file's order. The file is JSON: {"options",
 "paths", "budgets", "jobs", "timeout" (wall seconds per child, a last resort), "reports" (how
 many failures' reports to keep), "confirm", "stop" (as above; 0 on the original), "mutants":
@@ -51,6 +54,7 @@ import signal
 import sys
 import time
 import types
+from typing import NamedTuple
 
 VISIBLE = "@@shadowkernel-visible@@"
 HIDDEN = "@@shadowkernel-hidden@@"
@@ -291,6 +295,7 @@ def fan_out(spec, todo, results, child):
     running = {}  # pid -> (mutant index, mutated?, read end, chunks, started)
     selector = selectors.DefaultSelector()
     timeout = float(spec.get("timeout", 300))
+    sleeps = {}  # pid -> Sleep
 
     def done(index, mutated, answer):
         if mutated:
@@ -308,6 +313,7 @@ def fan_out(spec, todo, results, child):
                 job = {**job, "path": None, "tests": job.get("confirm_tests", job["tests"])}
             pid, fd = _fork(child, job)
             running[pid] = (index, mutated, fd, [], time.monotonic())
+            sleeps[pid] = Sleep()
             selector.register(fd, selectors.EVENT_READ, pid)
         for key, _ in selector.select(timeout=1.0):
             pid = key.data
@@ -319,17 +325,118 @@ def fan_out(spec, todo, results, child):
             index, mutated, fd, chunks, _ = running.pop(pid)
             os.close(fd)
             os.waitpid(pid, 0)
-            done(index, mutated, _decode(b"".join(chunks)))
+            done(index, mutated, {**_decode(b"".join(chunks)), "asleep": sleeps.pop(pid).seconds})
         now = time.monotonic()
         for pid, (index, mutated, fd, _, started) in list(running.items()):
-            if now - started > timeout:  # a loop in C code: the last resort
+            slept = sleeps[pid].update(sample(pid))
+            # blocked (waiting forever on a socket, a lock, a sleep), or a loop in C code
+            # (the wall-clock timeout: the last resort)
+            if slept > BLOCKED_LIMIT or now - started > timeout:
                 os.kill(pid, signal.SIGKILL)
                 selector.unregister(fd)
                 os.close(fd)
                 os.waitpid(pid, 0)
                 del running[pid]
-                done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True})
+                done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True,
+                                      "asleep": sleeps.pop(pid).seconds})  # fmt: skip
     selector.close()
+
+
+# Seconds a child's processes may sleep in all (see `asleep`). The seven libraries of
+# benchmarks/suites.py sleep at most 0.3 s in a run of their whole test suites (`sleeps`).
+BLOCKED_LIMIT = 30.0
+
+
+class Sample(NamedTuple):
+    """A process tree at one moment: each thread's (CPU ns, run-queue wait ns), and whether
+    any is running, runnable or waiting on I/O."""
+
+    wall: float
+    threads: dict
+    awake: bool
+
+
+class Sleep:
+    """A child's time asleep so far, from samples of its process tree."""
+
+    def __init__(self):
+        self.last, self.seconds = None, 0.0
+
+    def update(self, now):
+        if self.last is not None:
+            self.seconds += asleep(self.last, now)
+        self.last = now
+        return self.seconds
+
+
+def asleep(before, after):
+    """Seconds between two samples of a process tree in which none of its threads can have
+    run, waited for a CPU or waited on I/O: the interval less the CPU and run-queue time its
+    threads gained (their sum bounds the time any was active), or 0 when a thread was awake
+    at either end (runnable: its current wait shows in the counters only once it runs) or
+    one started or ended. A process waiting for its own busy child is not asleep (the child
+    is in the tree), and the load does not stretch time asleep: a sleep, a lock or a socket
+    nobody writes to takes as long on a loaded machine as on an idle one."""
+    if before.awake or after.awake or before.threads.keys() != after.threads.keys():
+        return 0.0
+    gained = sum(cpu + wait - before.threads[tid][0] - before.threads[tid][1]
+                 for tid, (cpu, wait) in after.threads.items())  # fmt: skip
+    return max(0.0, after.wall - before.wall - gained / 1e9)
+
+
+def sample(root):
+    """The process tree under `root` now, from /proc (the sandbox's own: only this run's
+    processes). A wait in FUSE counts as I/O: the daemon answering it is outside the tree
+    and slower on a loaded machine."""
+    wall = time.monotonic()
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat(f"/proc/{entry}/stat")
+            if fields:
+                parents.setdefault(int(fields[1]), []).append(int(entry))
+    tree, frontier = [], [root]
+    while frontier:
+        pid = frontier.pop()
+        tree.append(pid)
+        frontier += parents.get(pid, [])
+    threads, awake = {}, False
+    for pid in tree:
+        for tid in _listdir(f"/proc/{pid}/task"):
+            base = f"/proc/{pid}/task/{tid}/"
+            counters, fields = _read(base + "schedstat").split()[:2], _stat(base + "stat")
+            if len(counters) < 2 or not fields:
+                continue  # it ended meanwhile: the thread set differs from the last sample's
+            threads[int(tid)] = (int(counters[0]), int(counters[1]))
+            awake = awake or fields[0] in "RD" or _in_fuse(_read(base + "wchan"))
+    return Sample(wall, threads, awake)
+
+
+def _in_fuse(wchan):
+    """Whether a thread sleeps in a FUSE request (the kernel waits interruptibly, state S,
+    in `request_wait_answer` until the daemon answers)."""
+    return "fuse" in wchan or wchan == "request_wait_answer"
+
+
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _read(path):
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _stat(path):
+    """The fields of a /proc stat file after the command's name: state, ppid, ..."""
+    text = _read(path)
+    return text[text.rfind(")") + 2 :].split() if text else None
 
 
 def _confirm(spec, answer, tests):

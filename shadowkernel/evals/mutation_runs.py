@@ -243,10 +243,11 @@ BATCH_FILE = ".shadowkernel-mutants.json"  # staged only in the batch's throwawa
 
 def judge_batch(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
                 opts: Options, budget: dict[str, float], mutants: Sequence[mutation.Mutant],
-                name: str) -> tuple[list[Judged | None], float]:  # fmt: skip
+                name: str) -> tuple[list[Judged | None], float, float]:  # fmt: skip
     """Candidates judged in one pytest process (see `_pytest_driver.run_batch`), in order;
-    None where the batch cannot judge one exactly (the caller runs `judge` for it); and the
-    batch's CPU seconds. Those
+    None where the batch cannot judge one exactly (the caller runs `judge` for it); the
+    batch's CPU seconds; and the longest time asleep of a run on the original (how near the
+    originals come to the driver's `BLOCKED_LIMIT`). Those
     whose function runs at import time are imported afresh in their child, the others have
     their code swapped in after one collection. Every candidate given must compile."""
     sets = [hidden_set(m, base, opts.pass_to_pass, opts.seed) for m in mutants]
@@ -272,7 +273,8 @@ def judge_batch(ws: Any, env: Environment, base: Baseline, texts: dict[str, str]
     answers = data.get("batch") or [None] * len(mutants)
     judged = [_judged(a, tests, r, opts.max_failing)
               for a, tests, r in zip(answers, sets, reach, strict=True)]  # fmt: skip
-    return judged, data.get("cpu", 0.0)
+    originals = [a["original"] for a in answers if a and "original" in a]
+    return judged, data.get("cpu", 0.0), max((o.get("asleep", 0.0) for o in originals), default=0.0)
 
 
 def _judged(answer: dict[str, Any] | None, tests: list[str], reach: list[str],

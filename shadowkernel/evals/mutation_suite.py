@@ -34,11 +34,13 @@
 Reproducible: the same project, command, `n` and `seed` give the same suite byte for byte
 (`Suite.to_json()`) on an idle or a loaded machine. Nothing decides by wall-clock time: a
 looping test is stopped by its CPU budget, and a candidate with a test out of budget is
-excluded ("timed out"), whatever the load; candidates are judged a batch at a time, but they
-are taken in their seeded order. The tests themselves are assumed deterministic (a flaky test
-can flip a candidate). Cost: one coverage run of the suite, then per batch one collection,
-per candidate a fork running the tests that reach its function, and per kept task one more
-fork running its set on the original (figures in docs/suites.md).
+excluded ("timed out"), whatever the load; so is one whose forked child's processes slept
+30 s in all (a test waiting forever on a socket or a lock uses no CPU: time asleep, read from
+the scheduler's counters, is what the load does not stretch); candidates are judged a batch
+at a time, but they are taken in their seeded order. The tests themselves are assumed
+deterministic (a flaky test can flip a candidate). Cost: one coverage run of the suite, then
+per batch one collection, per candidate a fork running the tests that reach its function,
+and per kept task one more fork running its set on the original (figures in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
 with plugin autoloading off unless `autoload=True`; the sample of other tests does not run
@@ -136,10 +138,20 @@ _COUNTS = [(re.compile(r"\[\d+ chars\]"), "[...]"),
             r"\1 N \2")]  # fmt: skip
 
 
+# pytest explaining a value it read from the clock: "where X = <built-in method today of ...>()"
+_CLOCK = re.compile(
+    r"where (.+?) = <built-in (?:method|function) "
+    r"(?:now|today|utcnow|time|time_ns|monotonic|perf_counter)\b[^\n]*?>\(\)"
+)
+
+
 def clean_report(report: str, root: str) -> str:
     """A failure report without durations, memory addresses, counts of what unittest left
-    out, or the checkout's own path."""
+    out, values read from the clock (parse's tests compare with `datetime.today()`), or the
+    checkout's own path."""
     report = normalize(report)
+    for value in sorted(set(_CLOCK.findall(report)), key=len, reverse=True):
+        report = report.replace(value, "<read from the clock>")
     for pattern, replacement in _COUNTS:
         report = pattern.sub(replacement, report)
     return report.replace(root.rstrip("/") + "/", "").strip()
@@ -206,6 +218,7 @@ class Tally:
     seconds_single: float = 0.0  # judging those a batch cannot, a process each
     seconds_cpu: float = 0.0  # CPU of the test processes (baseline, batches, single runs)
     seconds_total: float = 0.0
+    seconds_asleep: float = 0.0  # the longest a batch's run on the original slept
 
     def reject(self, why: str) -> None:
         self.rejected[why] = self.rejected.get(why, 0) + 1
@@ -217,7 +230,8 @@ class Tally:
                 "seconds_batches": f"{self.seconds_batches:.2f}",
                 "seconds_single": f"{self.seconds_single:.2f}",
                 "seconds_cpu": f"{self.seconds_cpu:.2f}",
-                "seconds_total": f"{self.seconds_total:.2f}"}  # fmt: skip
+                "seconds_total": f"{self.seconds_total:.2f}",
+                "seconds_asleep": f"{self.seconds_asleep:.2f}"}  # fmt: skip
 
 
 def mutation_suite(
@@ -363,9 +377,10 @@ def _judge_all(ws: Any, env: Environment, base: Baseline, texts: dict[str, str],
     began = time.perf_counter()
     if forkable:
         chosen = [batch[i] for i in forkable]
-        judged, cpu = judge_batch(ws, env, base, texts, opts, budget, chosen,
-                                  f"mutation|batch|{number}")  # fmt: skip
+        judged, cpu, slept = judge_batch(ws, env, base, texts, opts, budget, chosen,
+                                         f"mutation|batch|{number}")  # fmt: skip
         tally.seconds_cpu += cpu
+        tally.seconds_asleep = max(tally.seconds_asleep, slept)
         for i, verdict in zip(forkable, judged, strict=True):
             verdicts[i] = verdict
     tally.seconds_batches += time.perf_counter() - began
