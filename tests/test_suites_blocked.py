@@ -109,18 +109,19 @@ def test_read_exactly():
 def test_a_mutant_blocked_on_a_socket_is_stopped_and_excluded_under_load(tmp_path):
     """`<` -> `<=` waits forever for a fourth byte. In a batch only its time asleep can stop
     it (the wall-clock limit there is 900 s, the test's own bound); a process per candidate
-    is stopped by its wall-clock limit. Both exclude it ("timed out"), on a loaded machine,
-    and keep the same tasks: the runs on the original are not stopped."""
+    is stopped by its wall-clock limit. Both exclude it ("timed out") and keep the same
+    tasks: the runs on the original are not stopped. (No busy loops here: the test above
+    holds the rule under load, and three of them for the 30 s this takes would cost the
+    rest of the suite, running beside it, a minute of CPU.)"""
     (tmp_path / "wire.py").write_text(WIRE)
     (tmp_path / "test_wire.py").write_text(WIRE_TESTS)
 
     def suite(fork: bool) -> sk.evals.Suite:
         return sk.mutation_suite(tmp_path, "python -m pytest test_wire.py", n=20, seed=0,
                                  per_function=20, fork=fork,
-                                 timeout=900 if fork else 60)  # fmt: skip
+                                 timeout=900 if fork else 20)  # fmt: skip
 
-    with busy_loops(3):
-        batched = suite(fork=True)
+    batched = suite(fork=True)
     single = suite(fork=False)
     assert json.loads(batched.extra["rejected"]).get("timed out") == 1, batched.extra
     assert all("<=" not in task.start[0][1] for task in batched) and len(batched) >= 1
