@@ -35,7 +35,7 @@ _missing = labtools.missing_requirements()
 if _missing:
     pytest.skip(_missing, allow_module_level=True)
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright  # noqa: E402
 
 # Generous bounds for a loaded CI machine; waits end as soon as the condition holds.
 expect.set_options(timeout=20_000)
@@ -61,13 +61,22 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+@pytest.fixture(scope="module")
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    # One context for the module: its HTTP and code caches spare each later page much of
+    # JupyterLab's load (about 7 s of Chromium's CPU in a fresh context); every page opens
+    # its notebook in a fresh JupyterLab workspace (`?reset`), so no test sees another's.
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Iterator[Page]:
     page = context.new_page()
     page.set_default_timeout(30_000)
     yield page
-    context.close()
+    page.close()
 
 
 def open_notebook(page: Page, lab: labtools.Lab, name: str) -> None:
