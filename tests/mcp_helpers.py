@@ -55,12 +55,20 @@ def _info(name: str) -> Implementation:
     return Implementation(name=name, version="1.0")
 
 
+def lean(options: tuple[str, ...], defaults: bool) -> tuple[str, ...]:
+    """The server's options: ruff alone unless the test names its servers or wants the
+    defaults. The default servers add two jedi-language-servers (a lane each), about 3 s of
+    CPU per start, and only the navigation tests ask them anything."""
+    return options if defaults or "--servers" in options else ("--servers", "ruff", *options)
+
+
 @asynccontextmanager
-async def over_stdio(src: Path, *options: str, name: str = "test-agent") -> AsyncIterator[Agent]:
+async def over_stdio(src: Path, *options: str, name: str = "test-agent",
+                     defaults: bool = False) -> AsyncIterator[Agent]:  # fmt: skip
     # The test's state home too (conftest's): branches are durable, never in ~/.local/state.
     env = {**ENV, "XDG_STATE_HOME": os.environ.get("XDG_STATE_HOME", "")}
-    params = StdioServerParameters(command=COMMAND[0], args=[*COMMAND[1:], str(src), *options],
-                                   env=env)  # fmt: skip
+    args = [*COMMAND[1:], str(src), *lean(options, defaults)]
+    params = StdioServerParameters(command=COMMAND[0], args=args, env=env)
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, client_info=_info(name)) as session,
@@ -92,9 +100,11 @@ class Served:
 
 
 @contextmanager
-def http_server(src: Path, token_file: Path, *options: str) -> Iterator[Served]:
+def http_server(src: Path, token_file: Path, *options: str,
+                defaults: bool = False) -> Iterator[Served]:  # fmt: skip
     """`shadowkernel mcp SRC --http 127.0.0.1:0` as a subprocess; SIGINT stops it."""
-    argv = [*COMMAND, str(src), "--http", "127.0.0.1:0", "--token-file", str(token_file), *options]
+    argv = [*COMMAND, str(src), "--http", "127.0.0.1:0", "--token-file", str(token_file),
+            *lean(options, defaults)]  # fmt: skip
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

@@ -144,7 +144,7 @@ def test_bad_input_is_a_tool_error_and_the_server_stays_up(src: Path) -> None:
     before = snapshot(src)
 
     async def session() -> None:
-        async with over_stdio(src) as agent:
+        async with over_stdio(src, defaults=True) as agent:  # definition checks its arguments
             await agent.call("create_branch", name="a")
             await agent.call("write_file", branch="a", path="pkg/dup.py", content="x = 1\nx = 1\n")
             cases: list[tuple[str, dict[str, Any], str]] = [

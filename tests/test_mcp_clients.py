@@ -118,7 +118,7 @@ def test_fastmcp_over_http_stages_six_mib(src: Path, tmp_path: Path) -> None:
         async with Client(StreamableHttpTransport(url, headers={"Authorization": "Bearer no"})):
             pass
 
-    with http_server(src, tmp_path / "token") as served:
+    with http_server(src, tmp_path / "token", defaults=True) as served:  # it navigates
         anyio.run(session, served.url, served.token)
         with pytest.raises(Exception) as refused:  # noqa: PT011 - fastmcp's own type
             anyio.run(wrong_token, served.url)
@@ -140,7 +140,7 @@ def inspector(target: list[str], *arguments: str) -> Any:
 @needs_inspector
 def test_inspector_cli_over_stdio_and_http(src: Path, tmp_path: Path) -> None:
     before = snapshot(src)
-    command = [*COMMAND, str(src)]
+    command = [*COMMAND, str(src), "--servers", "ruff"]  # nothing here navigates
     listed = inspector(command, "--method", "tools/list")
     tools = {t["name"]: t for t in listed["tools"]}
     assert list(tools) == OFFERED

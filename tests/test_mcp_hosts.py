@@ -180,7 +180,7 @@ def test_tools_are_described_and_hinted_and_errors_are_sentences(src: Path) -> N
 
 def test_navigation_is_answered_by_default_and_explained_without_it(src: Path) -> None:
     async def session() -> None:
-        async with over_stdio(src) as agent:  # no --servers: ruff and jedi-language-server
+        async with over_stdio(src, defaults=True) as agent:  # ruff and jedi-language-server
             await agent.call("create_branch", name="a")
             found = await agent.call("definition", branch="a", path="pkg/use.py", line=3,
                                      column=7)  # fmt: skip
