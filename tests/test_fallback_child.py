@@ -57,6 +57,12 @@ FILES_OF = {
     "userns": ["tests/test_workspace_run.py", "tests/test_fallback.py"],
     "nocap": ["tests/test_fallback.py"],
 }
+# pyright over documents mode is the same wherever the way into that mode or the runs'
+# confinement differs: the locked child shows it; the others would spend ~10 s of CPU on it.
+PYRIGHT_IN_DOCUMENTS = (
+    "tests/test_fallback.py::test_lints_and_navigation_come_from_the_staged_documents"
+)
+DESELECTED_OF = {"locked": [], "userns": [PYRIGHT_IN_DOCUMENTS], "nocap": [PYRIGHT_IN_DOCUMENTS]}
 
 pytestmark = [
     pytest.mark.slow,  # two children, each running ~50 tests with real servers and kernels
@@ -188,7 +194,8 @@ def test_the_child_really_has_no_fuse_and_no_mount_rights(child_tmp: Path) -> No
 def check_the_suite_passes_in(variant: str, child_tmp: Path) -> None:
     if variant == "nocap" and os.geteuid() != 0:
         pytest.skip("the nocap child is root without CAP_SYS_ADMIN: needs root to make")
-    done = run_child(variant, child_tmp, FILES_OF[variant], "-rs")
+    deselected = [f"--deselect={test}" for test in DESELECTED_OF[variant]]
+    done = run_child(variant, child_tmp, FILES_OF[variant], "-rs", *deselected)
     tail = (done.stdout + done.stderr)[-6000:]
     assert done.returncode == 0, tail
     assert " passed" in done.stdout and " failed" not in done.stdout, tail
