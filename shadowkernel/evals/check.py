@@ -78,8 +78,9 @@ def parse(stdout: str) -> tuple[str | None, str, dict[str, Any]]:
 _NOISE = [(re.compile(r" in \d+(\.\d+)?s\b"), ""), (re.compile(r"0x[0-9a-f]{6,}"), "0x?")]
 
 
-def normalize(output: str) -> str:
-    for pattern, repl in _NOISE:
+def normalize(output: str, patterns: list[tuple[re.Pattern[str], str]] = _NOISE) -> str:
+    """`output` without what differs from run to run: durations and addresses by default."""
+    for pattern, repl in patterns:
         output = pattern.sub(repl, output)
     return output
 

@@ -152,9 +152,7 @@ def clean_report(report: str, root: str) -> str:
     report = normalize(report)
     for value in sorted(set(_CLOCK.findall(report)), key=len, reverse=True):
         report = report.replace(value, "<read from the clock>")
-    for pattern, replacement in _COUNTS:
-        report = pattern.sub(replacement, report)
-    return report.replace(root.rstrip("/") + "/", "").strip()
+    return normalize(report, _COUNTS).replace(root.rstrip("/") + "/", "").strip()
 
 
 def statement(failing: Sequence[str], reports: dict[str, str], root: str, shown: int = 2,
