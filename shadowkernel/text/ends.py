@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import AnyStr
 
-
 GALLOP = 4_096  # the first probe's length; each equal probe doubles the next one
 
 
