@@ -9,7 +9,7 @@ import random
 import pytest
 
 from shadowkernel.evals import pypi
-from shadowkernel.text.ends import ends
+from shadowkernel.text.ends import common_prefix, common_suffix, ends
 from shadowkernel.workspace.durable import DELTA_MIN, _delta, _undelta
 
 
@@ -70,3 +70,22 @@ def test_the_reference_itself() -> None:
     assert brute("abcXdef", "abcYYdef") == (3, 3)
     assert brute("aaa", "aa") == (2, 0)
     assert brute(b"", b"x") == (0, 0)
+
+
+def test_prefix_and_suffix_within_ranges_match_the_brute_force_reference(real: str) -> None:
+    """The offsets `lsp.documents` splits hunks with: each side's own range, short and long
+    (past the first gallop), str and bytes."""
+    rng = random.Random(5)
+    for case in range(300):
+        a = real[: rng.choice([0, 7, 5_000, 20_000])]
+        b = edit(rng, a) if case % 4 else a
+        for x, y in ((a, b), (a.encode(), b.encode())):
+            a0, b0 = rng.randrange(len(x) + 1), rng.randrange(len(y) + 1)
+            a1, b1 = rng.randint(a0, len(x)), rng.randint(b0, len(y))
+            if case % 3 == 0:  # the same window of both: long shared stretches
+                a0 = b0 = min(a0, b0)
+                a1 = b1 = max(a0, min(a1, b1))
+            want = brute(x[a0:a1], y[b0:b1])
+            got = (common_prefix(x, y, a0, a1, b0, b1), common_suffix(x, y, a0, a1, b0, b1))
+            assert got[0] == want[0], case
+            assert got[1] == brute(x[a0:a1][::-1], y[b0:b1][::-1])[0], case

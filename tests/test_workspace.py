@@ -160,6 +160,34 @@ def test_lints_of_the_same_version_need_no_second_switch(ws: sk.Workspace) -> No
     assert events[-1].outcome == "1 lints (1 new)"
 
 
+def test_branches_share_one_copy_of_a_base_until_the_user_changes_it(
+    ws: sk.Workspace, project: Path
+) -> None:
+    """Branches forked from one file hold one copy of its base; after the user changes the
+    file a new branch's base is the new content, and the branches before keep theirs."""
+    path, name = project / "shared_base.py", "shared_base.py"
+    path.write_text("x = 1\n")
+    forked = []
+
+    def fork() -> bytes | None:
+        forked.append(ws.branch(f"shared-base-{len(forked)}"))
+        forked[-1].write(name, f"x = {len(forked) + 10}\n")
+        return forked[-1].bases[name]
+
+    try:
+        first, second = fork(), fork()
+        assert first == b"x = 1\n" and second is first
+        path.write_text("x = 3\n")
+        assert fork() == b"x = 3\n"
+        assert forked[0].bases[name] == b"x = 1\n"
+        path.write_text("x = 1\n")  # back to the first content: its one copy again
+        assert fork() is first
+    finally:
+        path.unlink()
+        for branch in forked:
+            branch.drop()
+
+
 # -- accept ---------------------------------------------------------------------------------------
 
 

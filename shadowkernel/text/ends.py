@@ -1,19 +1,28 @@
 """What two texts (or two byte strings) share at their ends: the length of their common prefix
-and suffix, found by bisection on slice equality (memcmp in C, not a loop over characters).
-An incremental `didChange` (lsp/documents) and a version recorded as its change from the
-previous one (workspace/durable) both cost O(len) compares this way."""
+and suffix, found by galloping then bisection on `startswith`/`endswith` at an offset (memcmp
+in C, not a loop over characters; only the probe of one side is copied, and no further than
+the shared part reaches). An incremental `didChange` (lsp/documents) and a version recorded as
+its change from the previous one (workspace/durable) both cost O(len) compares this way."""
 
 from __future__ import annotations
 
 from typing import AnyStr
 
+GALLOP = 4_096  # the first probe's length; each equal probe doubles the next one
+
 
 def common_prefix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> int:
     """Length of the common prefix of a[a0:a1] and b[b0:b1]."""
-    low, high = 0, min(a1 - a0, b1 - b0)
+    low, high, step = 0, min(a1 - a0, b1 - b0), GALLOP
+    while low < high:  # gallop: the shared part is usually long (an edit somewhere inside)
+        middle = min(low + step, high)
+        if not a.startswith(b[b0 + low : b0 + middle], a0 + low):
+            high = middle - 1
+            break
+        low, step = middle, step * 2
     while low < high:
         middle = (low + high + 1) // 2
-        if a[a0 + low : a0 + middle] == b[b0 + low : b0 + middle]:
+        if a.startswith(b[b0 + low : b0 + middle], a0 + low):
             low = middle
         else:
             high = middle - 1
@@ -22,10 +31,16 @@ def common_prefix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> i
 
 def common_suffix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> int:
     """Length of the common suffix of a[a0:a1] and b[b0:b1]."""
-    low, high = 0, min(a1 - a0, b1 - b0)
+    low, high, step = 0, min(a1 - a0, b1 - b0), GALLOP
+    while low < high:
+        middle = min(low + step, high)
+        if not a.endswith(b[b1 - middle : b1 - low], a0, a1 - low):
+            high = middle - 1
+            break
+        low, step = middle, step * 2
     while low < high:
         middle = (low + high + 1) // 2
-        if a[a1 - middle : a1 - low] == b[b1 - middle : b1 - low]:
+        if a.endswith(b[b1 - middle : b1 - low], a0, a1 - low):
             low = middle
         else:
             high = middle - 1

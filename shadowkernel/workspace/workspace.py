@@ -138,6 +138,7 @@ class Workspace:
         self._lock = threading.Lock()
         self._base_blobs: dict[tuple[RelPath, str], Blob] = {}
         self._base_bytes: dict[tuple[RelPath, str], bytes] = {}
+        self._latest_base: dict[RelPath, bytes] = {}  # the base each path shared last
         self._ids = itertools.count(1)
         self._closed = False
         self._starting: list[asyncio.Task[None]] = []
@@ -309,11 +310,18 @@ class Workspace:
 
     def shared_base(self, path: RelPath, data: bytes | None) -> bytes | None:
         """One bytes object per (path, base content): a thousand branches forked from one
-        file hold one copy of its base, not a thousand."""
+        file hold one copy of its base, not a thousand. The base the path shared last is
+        compared first (a memcmp): forking from an unchanged file hashes nothing."""
         if data is None:
             return None
         with self._lock:
-            return self._base_bytes.setdefault((path, digest(data)), data)
+            latest = self._latest_base.get(path)
+        if latest is not None and latest == data:
+            return latest
+        key = (path, digest(data))
+        with self._lock:
+            shared = self._latest_base[path] = self._base_bytes.setdefault(key, data)
+        return shared
 
     @property
     def max_runs(self) -> int:
