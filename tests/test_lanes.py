@@ -43,8 +43,8 @@ def with_error(base: str, agent: int, step: int) -> str:
 
 
 def test_default_lanes_follow_the_cores_and_the_servers() -> None:
-    assert default_lanes(["ruff"], 2) == 4  # two per core: a lint runs while the other's switch
-    assert default_lanes(["ruff"], 1) == 2
+    assert default_lanes(["ruff"], 2) == 2
+    assert default_lanes(["ruff"], 1) == 1
     assert default_lanes(["ruff"], 64) == 4  # the services loop limits beyond that
     gib = 2**30
     assert default_lanes(["pyright"], 2, 24 * gib) == 2  # a core each: pyright checks on one

@@ -164,11 +164,6 @@ Policy = str  # a name in POLICIES
 # process that needs no other file), by name; every other server is treated as heavy.
 SINGLE_FILE_SERVERS = frozenset({"ruff"})
 MAX_LIGHT_LANES = 4  # beyond this the one services loop, not the cores, is what limits
-# A single-file linter's lane alternates between the server's lint and the work of this
-# process (the switch's didChange, the answer): with one lane per core a core idles during the
-# second. Two per core keep a lint running while the other lane's answer is made (ruff,
-# 1,000 branches on more-itertools, 2 cores, load 4-5: 66 -> 111 answers/s, +26 MB of PSS).
-LIGHT_LANES_PER_CORE = 2
 MAX_HEAVY_LANES = 4
 HEAVY_LANE_MEMORY = 2 * 2**30  # what a cross-file server's lane is budgeted on a large project
 
@@ -177,20 +172,17 @@ def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None)
     """How many lanes (shadows with their servers) a workspace opens unless told; `memory`:
     the bytes the machine has available (None: unknown).
 
-    Single-file linters (ruff): `LIGHT_LANES_PER_CORE` lanes per core, up to `MAX_LIGHT_LANES`:
-    each lane is a small overlay process and a server that uses a core while it lints, so
-    branches' lints run side by side, and one lane's lint overlaps another's switch (the
-    price of the second: an overlay process and a server more at open, about 0.6 s of CPU
-    and 13 MB of PSS each). Any cross-file server (pyright, basedpyright, tsserver...): one
-    lane per core, up to `MAX_HEAVY_LANES`, as long as half the available memory holds
-    `HEAVY_LANE_MEMORY` per lane (at least one lane): such a server checks a file on one
-    thread (pyright re-checks the switched file after every switch), so one lane uses one
-    core, and each lane holds a whole program's analysis (on more-itertools, 100-200 MB of
-    PSS per pyright).
+    Single-file linters (ruff): one lane per core, up to `MAX_LIGHT_LANES`: each lane is a small
+    overlay process and a server that uses a core while it lints, so branches' lints run side
+    by side. Any cross-file server (pyright, basedpyright, tsserver...): one lane per core too,
+    up to `MAX_HEAVY_LANES`, as long as half the available memory holds `HEAVY_LANE_MEMORY` per
+    lane (at least one lane): such a server checks a file on one thread (pyright re-checks the
+    switched file after every switch), so one lane uses one core, and each lane holds a whole
+    program's analysis (on more-itertools, 100-200 MB of PSS per pyright).
     """
     if not servers:  # nothing to serve side by side
         return 1
     if all(name in SINGLE_FILE_SERVERS for name in servers):
-        return max(1, min(cores * LIGHT_LANES_PER_CORE, MAX_LIGHT_LANES))
+        return max(1, min(cores, MAX_LIGHT_LANES))
     fits = MAX_HEAVY_LANES if memory is None else memory // 2 // HEAVY_LANE_MEMORY
     return max(1, min(cores, MAX_HEAVY_LANES, fits))
