@@ -133,10 +133,16 @@ class Recorder:
         elif call.excinfo is not None and _waited_out(call.excinfo.value):
             self._waited.add(item.nodeid)
 
-    def pytest_keyboard_interrupt(self, excinfo):
-        if excinfo.errisinstance(BudgetSwallowed) and self._current is not None:
-            self.outcomes[self._current] = "timeout"
-            self.reports.setdefault(self._current, "the test used up its CPU-time budget")
+    def settle(self):
+        """After a run stopped early (BudgetSwallowed, or the budget's raise landed in
+        pytest's own code, as in its subtests' bookkeeping): the test whose budget ran out
+        has the outcome "timeout", however the run ended. Whether there was one."""
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        if not _BUDGET["out"] or self._current is None:
+            return False
+        self.outcomes[self._current] = "timeout"
+        self.reports.setdefault(self._current, "the test used up its CPU-time budget")
+        return True
 
     @_hookwrapper
     def pytest_assertrepr_compare(self, config, op, left, right):
@@ -249,6 +255,7 @@ def run_spec(spec):
         recorder.outcomes, recorder.reports = {}, {}  # the hidden set is judged on its own
     print(HIDDEN, flush=True)
     result["hidden"] = int(pytest.main([*options, *spec["hidden"]], plugins=[recorder]))
+    recorder.settle()
     if spec.get("outcomes"):
         missing = {t: "missing" for t in spec["hidden"] if "::" in t}  # a test id, not a file
         result["outcomes"] = {**missing, **recorder.outcomes}
@@ -343,9 +350,9 @@ class Batch:
             following = chosen[i + 1] if i + 1 < len(chosen) else None
             try:
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
-            except BudgetSwallowed:
-                signal.setitimer(signal.ITIMER_PROF, 0)
-                self.recorder.outcomes[item.nodeid] = "timeout"
+            except BaseException:
+                if not self.recorder.settle():
+                    raise
             if self.recorder.enough():
                 break
         missing = {t: "missing" for t in job["tests"] if t not in items}
@@ -361,6 +368,7 @@ def fresh_child(pytest, spec, recorder, job):
         recorder.stop = 0
     recorder.outcomes, recorder.reports, recorder.session = {}, {}, None
     pytest.main([*spec.get("options", []), *job["tests"]], plugins=[recorder])
+    recorder.settle()
     missing = {t: "missing" for t in job["tests"] if "::" in t}
     return answer_of(spec, job, recorder, missing)
 
