@@ -24,7 +24,9 @@ ran out of its budget, or more than N tests did not pass.
 A test's budget is CPU time of this process (`ITIMER_PROF`), not wall time: a test that
 loops is stopped the same way on an idle machine and on a loaded one, so its outcome
 ("timeout") does not depend on the load. A loop inside C code that never returns to the
-interpreter is not interrupted by it; the run's wall-clock limit stops that one.
+interpreter is not interrupted by it; the run's wall-clock limit stops that one. The budget
+counts the test's own code, not pytest making its report (see `Recorder`); a test failing on
+a `TimeoutError` of its own waited for the wall clock, and its outcome is "timeout" too.
 
 `--batch FILE` judges many mutants of the project in one process (`mutation_suite`): pytest
 collects the command's tests once, then for each mutant a forked child swaps the mutated
