@@ -32,7 +32,7 @@ lane waited on blocked children any more (boltons' wall per CPU second, 4.3, is 
 4.5; without the rule, 2026-12-01: 974 tasks in 33.3 min at load 14.8 -> 6.2, boltons'
 lane 1,973 s, most of it children waiting out the 300 s wall-clock limit).
 `sleeps` runs each library's own tests once and reports how long they sleep (0.31 s at
-most, load 7), against the 30-s limit.
+most, load 7), against the limit (30 s then, 4 s now).
 Prints a table, then one JSON object as the last line. Needs FUSE and
 the libraries' test dependencies in this interpreter (pytest, coverage).
 """

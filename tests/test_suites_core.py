@@ -275,3 +275,42 @@ def test_bug_reports_leave_out_values_read_from_the_clock():
     assert first == clean_report(report("datetime.datetime(2026, 12, 2, 2, 5, 48, 993442)"),
                                  "/co")  # fmt: skip
     assert "1, 57" not in first and "datetime.date(1900, 1, 9)" in first
+
+
+def test_bug_reports_leave_out_addresses_even_where_pytest_cut_them():
+    """pytest's saferepr cuts a long repr in the middle, leaving part of an address on either
+    side of "..." (toolz's and boltons' reports, 2026-12-02): a real failing run, twice."""
+    import subprocess
+    import sys
+
+    from shadowkernel.evals.mutation_suite import clean_report
+
+    shapes = ["E   assert [(<test_itert...56ba690>), ()] == [(<test_itert...fda256ba690>)]",
+              "E   assert <test_dicttoo...x7f91de242110> == <test_dicttoo...x7f91de243310>",
+              "E   AssertionError: assert '<object obje...7f0e313a1f50>' == '123'",
+              "E   assert 'FilePerms(us...f92b80979d0>)' == \"FilePerms(us...x', other='')\"",
+              "E   assert '<object object at 0x7f...>' == 'x'"]  # fmt: skip
+    cleaned = [clean_report(s, "/co") for s in shapes]
+    assert cleaned[0] == "E   assert [(<test_itert...?>), ()] == [(<test_itert...?>)]"
+    assert cleaned[3].endswith("== \"FilePerms(us...x', other='')\"")
+    assert cleaned[4] == "E   assert '<object object at 0x?...>' == 'x'"
+    assert not any(__import__("re").search(r"[0-9a-f]{5}>", c) for c in cleaned)
+
+    test = ("class Thing:\n    pass\n\n\ndef test_pairs():\n"
+            "    assert [(Thing(), Thing()), ()] == [(Thing(),)]\n\n\n"
+            "def test_text():\n    assert repr(object()) == '123'\n")  # fmt: skip
+
+    def failures(folder: str) -> str:
+        with open(f"{folder}/test_shapes.py", "w") as f:
+            f.write(test)
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "test_shapes.py"], cwd=folder, capture_output=True, text=True,
+                             env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"})  # fmt: skip
+        return "\n".join(x for x in run.stdout.splitlines() if x.startswith("E "))
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        first, second = failures(a), failures(b)
+    assert "...?>" in clean_report(first, "/co") and "0x?" in clean_report(first, "/co")
+    assert clean_report(first, "/co") == clean_report(second, "/co")

@@ -24,7 +24,9 @@ ran out of its budget, or more than N tests did not pass.
 A test's budget is CPU time of this process (`ITIMER_PROF`), not wall time: a test that
 loops is stopped the same way on an idle machine and on a loaded one, so its outcome
 ("timeout") does not depend on the load. A loop inside C code that never returns to the
-interpreter is not interrupted by it; the run's wall-clock limit stops that one.
+interpreter is not interrupted by it; the run's wall-clock limit stops that one. The budget
+counts the test's own code, not pytest making its report (see `Recorder`); a test failing on
+a `TimeoutError` of its own waited for the wall clock, and its outcome is "timeout" too.
 
 `--batch FILE` judges many mutants of the project in one process (`mutation_suite`): pytest
 collects the command's tests once, then for each mutant a forked child swaps the mutated
@@ -45,10 +47,12 @@ many failures' reports to keep), "confirm", "stop" (as above; 0 on the original)
 ids the original runs)}]}.
 """
 
+import contextlib
 import gc
 import json
 import linecache
 import os
+import random
 import selectors
 import signal
 import sys
@@ -67,25 +71,110 @@ class BudgetExceeded(BaseException):
     the code under test does not swallow it)."""
 
 
+# Whether the running test's budget ran out, and whether pytest's own work is under way
+# (then nothing is raised: the test's outcome is "timeout" all the same).
+_BUDGET = {"out": False, "paused": False}
+
+
+class BudgetSwallowed(KeyboardInterrupt):
+    """Raised when a test went on for a whole budget more after `BudgetExceeded` (a bare
+    `except:` swallowed it: unittest's subTest reports the error and goes on). pytest and
+    unittest let a KeyboardInterrupt through: the run stops, the test's outcome "timeout"."""
+
+
 def _over_budget(signum, frame):
-    raise BudgetExceeded("the test used up its CPU-time budget")
+    if _BUDGET["paused"]:
+        _BUDGET["out"] = True
+    elif _BUDGET["out"]:
+        raise BudgetSwallowed("the test went on after its CPU-time budget ran out")
+    else:
+        _BUDGET["out"] = True
+        raise BudgetExceeded("the test used up its CPU-time budget")
+
+
+def _hookwrapper(function):
+    import pluggy  # pytest's own dependency
+
+    return pluggy.HookimplMarker("pytest")(hookwrapper=True)(function)
+
+
+def _waited_out(error):
+    """Whether `error` is, or was raised while handling, a `TimeoutError` (socket, asyncio and
+    concurrent.futures timeouts are one): the test waited for a wall-clock timeout of its own,
+    whose outcome depends on the machine's load."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, TimeoutError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class Recorder:
     """A pytest plugin: each test's outcome and failure report; switches coverage contexts;
-    arms each test's CPU budget and measures its CPU time."""
+    arms each test's CPU budget and measures its CPU time. Both count the test's own code,
+    not pytest making its report or explaining a failed assert (a traceback through a large
+    module, a diff of long lists: up to seconds, and the same work runs slower when the
+    machine is loaded)."""
 
     def __init__(self, coverage=None, budgets=None, budget=None, stop=None):
         self.outcomes, self.reports, self.coverage = {}, {}, coverage
         self.budgets, self.budget, self.stop = budgets or {}, budget, stop
         self.durations, self._started, self.session = {}, {}, None
+        self._waited, self._over, self._paused, self._current = set(), set(), 0.0, None
         if self.budgets or self.budget:
             signal.signal(signal.SIGPROF, _over_budget)
 
+    @_hookwrapper
+    def pytest_runtest_makereport(self, item, call):
+        with self.paused(again=call.when != "teardown"):
+            yield
+        if _BUDGET["out"]:
+            self._over.add(item.nodeid)
+        elif call.excinfo is not None and _waited_out(call.excinfo.value):
+            self._waited.add(item.nodeid)
+
+    def settle(self):
+        """After a run stopped early (BudgetSwallowed, or the budget's raise landed in
+        pytest's own code, as in its subtests' bookkeeping): the test whose budget ran out
+        has the outcome "timeout", however the run ended. Whether there was one."""
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        if not _BUDGET["out"] or self._current is None:
+            return False
+        self.outcomes[self._current] = "timeout"
+        self.reports.setdefault(self._current, "the test used up its CPU-time budget")
+        return True
+
+    @_hookwrapper
+    def pytest_assertrepr_compare(self, config, op, left, right):
+        with self.paused():
+            yield
+
+    @contextlib.contextmanager
+    def paused(self, again=True):
+        """The test's CPU budget and time stand still meanwhile."""
+        _BUDGET["paused"] = True
+        (left, every), began = signal.setitimer(signal.ITIMER_PROF, 0), time.process_time()
+        try:
+            yield
+        finally:
+            self._paused += time.process_time() - began
+            _BUDGET["paused"] = False
+            if again and (left > 0 or every > 0):
+                signal.setitimer(signal.ITIMER_PROF, left or every, every)
+
     def pytest_runtest_logreport(self, report):
-        if report.failed and "BudgetExceeded" in report.longreprtext:
+        if report.nodeid in self._over:
             self.outcomes[report.nodeid] = "timeout"
             self.reports.setdefault(report.nodeid, "the test used up its CPU-time budget")
+        elif report.failed and report.nodeid in self._waited:
+            self.outcomes[report.nodeid] = "timeout"
+            self.reports.setdefault(
+                report.nodeid,
+                "the test waited for a timeout of its own "
+                "(TimeoutError)\n" + report.longreprtext[-REPORT_LIMIT:],
+            )
         elif report.failed:
             kind = "failed" if report.when == "call" else "error"
             self.outcomes[report.nodeid] = kind
@@ -114,10 +203,12 @@ class Recorder:
     def pytest_runtest_setup(self, item):
         if self.coverage is not None:
             self.coverage.switch_context(item.nodeid)
-        self._started[item.nodeid] = time.process_time()
+        self._started[item.nodeid] = time.process_time() - self._paused
+        random.seed(item.nodeid)  # unseeded test data (more-itertools' `choices`) reproduces
+        _BUDGET["out"], self._current = False, item.nodeid
         seconds = self.budgets.get(item.nodeid, self.budget)
         if seconds:
-            signal.setitimer(signal.ITIMER_PROF, seconds)
+            signal.setitimer(signal.ITIMER_PROF, seconds, seconds)  # again: BudgetSwallowed
 
     def pytest_runtest_teardown(self, item, nextitem):
         if self.coverage is not None and nextitem is None:
@@ -126,7 +217,7 @@ class Recorder:
     def pytest_runtest_logfinish(self, nodeid, location):
         signal.setitimer(signal.ITIMER_PROF, 0)
         if nodeid in self._started:
-            self.durations[nodeid] = time.process_time() - self._started.pop(nodeid)
+            self.durations[nodeid] = time.process_time() - self._paused - self._started.pop(nodeid)
         if self.session is not None and self.enough():
             self.session.shouldstop = "the verdict is known"
 
@@ -166,6 +257,7 @@ def run_spec(spec):
         recorder.outcomes, recorder.reports = {}, {}  # the hidden set is judged on its own
     print(HIDDEN, flush=True)
     result["hidden"] = int(pytest.main([*options, *spec["hidden"]], plugins=[recorder]))
+    recorder.settle()
     if spec.get("outcomes"):
         missing = {t: "missing" for t in spec["hidden"] if "::" in t}  # a test id, not a file
         result["outcomes"] = {**missing, **recorder.outcomes}
@@ -258,7 +350,11 @@ class Batch:
         chosen = [items[t] for t in job["tests"] if t in items]
         for i, item in enumerate(chosen):
             following = chosen[i + 1] if i + 1 < len(chosen) else None
-            item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
+            try:
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=following)
+            except BaseException:
+                if not self.recorder.settle():
+                    raise
             if self.recorder.enough():
                 break
         missing = {t: "missing" for t in job["tests"] if t not in items}
@@ -274,6 +370,7 @@ def fresh_child(pytest, spec, recorder, job):
         recorder.stop = 0
     recorder.outcomes, recorder.reports, recorder.session = {}, {}, None
     pytest.main([*spec.get("options", []), *job["tests"]], plugins=[recorder])
+    recorder.settle()
     missing = {t: "missing" for t in job["tests"] if "::" in t}
     return answer_of(spec, job, recorder, missing)
 
@@ -283,7 +380,8 @@ def answer_of(spec, job, recorder, missing):
     failing = [t for t in job["tests"] if outcomes.get(t) != "passed"]
     kept = failing[: int(spec.get("reports", 2))]
     return {"outcomes": outcomes,
-            "reports": {t: recorder.reports[t] for t in kept if t in recorder.reports}}  # fmt: skip
+            "reports": {t: recorder.reports[t] for t in kept if t in recorder.reports},
+            "durations": dict(recorder.durations)}  # fmt: skip
 
 
 def fan_out(spec, todo, results, child):
@@ -315,17 +413,25 @@ def fan_out(spec, todo, results, child):
             running[pid] = (index, mutated, fd, [], time.monotonic())
             sleeps[pid] = Sleep()
             selector.register(fd, selectors.EVENT_READ, pid)
-        for key, _ in selector.select(timeout=1.0):
+        for key, _ in selector.select(timeout=SAMPLE_EVERY):
             pid = key.data
             chunk = os.read(key.fd, 1 << 16)
             if chunk:
                 running[pid][3].append(chunk)
                 continue
             selector.unregister(key.fd)
-            index, mutated, fd, chunks, _ = running.pop(pid)
+            index, mutated, fd, chunks, running_started = running.pop(pid)
             os.close(fd)
             os.waitpid(pid, 0)
-            done(index, mutated, {**_decode(b"".join(chunks)), "asleep": sleeps.pop(pid).seconds})
+            done(
+                index,
+                mutated,
+                {
+                    **_decode(b"".join(chunks)),
+                    "asleep": sleeps.pop(pid).seconds,
+                    "wall": time.monotonic() - running_started,
+                },
+            )
         now = time.monotonic()
         for pid, (index, mutated, fd, _, started) in list(running.items()):
             slept = sleeps[pid].update(sample(pid))
@@ -338,13 +444,20 @@ def fan_out(spec, todo, results, child):
                 os.waitpid(pid, 0)
                 del running[pid]
                 done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True,
-                                      "asleep": sleeps.pop(pid).seconds})  # fmt: skip
+                                      "asleep": sleeps.pop(pid).seconds,
+                                      "wall": now - started})  # fmt: skip
     selector.close()
 
 
-# Seconds a child's processes may sleep in all (see `asleep`). The seven libraries of
-# benchmarks/suites.py sleep at most 0.3 s in a run of their whole test suites (`sleeps`).
-BLOCKED_LIMIT = 30.0
+# Seconds a child's processes may sleep in all (see `asleep`): a mutant that makes its tests
+# wait (a socket's timeout, a sleep, a lock) decides by the wall clock, so it is excluded
+# early. The seven libraries of benchmarks/suites.py sleep at most 0.3 s in a run of their
+# whole test suites (`sleeps`). A wait counts from the first sample after it began to the
+# last before it ended, so one of w seconds measures between w - 2 * SAMPLE_EVERY and w:
+# only waits of 4 to 4.5 s in all can land on either side of the limit, away from the usual
+# timeouts (1, 2, 3, 5, 10, 30 s).
+BLOCKED_LIMIT = 4.0
+SAMPLE_EVERY = 0.25
 
 
 class Sample(NamedTuple):

@@ -34,9 +34,11 @@
 Reproducible: the same project, command, `n` and `seed` give the same suite byte for byte
 (`Suite.to_json()`) on an idle or a loaded machine. Nothing decides by wall-clock time: a
 looping test is stopped by its CPU budget, and a candidate with a test out of budget is
-excluded ("timed out"), whatever the load; so is one whose forked child's processes slept
-30 s in all (a test waiting forever on a socket or a lock uses no CPU: time asleep, read from
-the scheduler's counters, is what the load does not stretch); candidates are judged a batch
+excluded ("timed out"), whatever the load (the budget counts the test's own code, not pytest
+making its report); so is one with a test failing on a `TimeoutError` of its own (it waited
+for the wall clock), and one whose forked child's processes slept 4 s in all (a test waiting
+on a socket or a lock uses no CPU: time asleep, read from the scheduler's counters, is what
+the load does not stretch); `random` is seeded per test; candidates are judged a batch
 at a time, but they are taken in their seeded order. The tests themselves are assumed
 deterministic (a flaky test can flip a candidate). Cost: one coverage run of the suite, then
 per batch one collection, per candidate a fork running the tests that reach its function,
