@@ -32,12 +32,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from overlay_helpers import FUSE_REASON, snapshot
 from run_helpers import add_user
 
 from shadowkernel.paths import is_within
+from shadowkernel.run.runner import SETUP_RACE
 
 ROOT = Path(__file__).resolve().parent.parent
 USER = "skfallback"
@@ -179,15 +181,25 @@ def run_child(
 ) -> subprocess.CompletedProcess[str]:
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                    "-o", "addopts=", *files, *extra]  # fmt: skip
-    return subprocess.run(child_argv(variant, tmp, pytest_argv), cwd=ROOT, env=child_env(variant),
-                          capture_output=True, text=True, timeout=1400)  # fmt: skip
+    return started(child_argv(variant, tmp, pytest_argv), cwd=ROOT, env=child_env(variant),
+                   timeout=1400)  # fmt: skip
+
+
+def started(argv: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+    """`argv` run to its end, again while its bwrap lost the race the runner retries too
+    (`runner.SETUP_RACE`: `--dev-bind / /` remounts every mount it copied, and the other
+    workers' run views come and go meanwhile); such a try fails before the command starts."""
+    for _ in range(20):
+        done = subprocess.run(argv, capture_output=True, text=True, **options)
+        if not (done.returncode == 1 and not done.stdout and SETUP_RACE.search(done.stderr)):
+            break
+    return done
 
 
 def test_the_child_really_has_no_fuse_and_no_mount_rights(child_tmp: Path) -> None:
     probe = ("import os, subprocess; print(os.path.exists('/dev/fuse'), os.geteuid() != 0, "
              "subprocess.run(['unshare', '--user', '--map-root-user', '--mount', 'true']).returncode)")  # fmt: skip
-    done = subprocess.run(child_argv("locked", child_tmp, [sys.executable, "-c", probe]),
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = started(child_argv("locked", child_tmp, [sys.executable, "-c", probe]), timeout=60)
     assert done.stdout.split() == ["False", "True", "1"], done.stderr
 
 
