@@ -380,8 +380,7 @@ def answer_of(spec, job, recorder, missing):
     failing = [t for t in job["tests"] if outcomes.get(t) != "passed"]
     kept = failing[: int(spec.get("reports", 2))]
     return {"outcomes": outcomes,
-            "reports": {t: recorder.reports[t] for t in kept if t in recorder.reports},
-            "durations": dict(recorder.durations)}  # fmt: skip
+            "reports": {t: recorder.reports[t] for t in kept if t in recorder.reports}}  # fmt: skip
 
 
 def fan_out(spec, todo, results, child):
@@ -420,18 +419,10 @@ def fan_out(spec, todo, results, child):
                 running[pid][3].append(chunk)
                 continue
             selector.unregister(key.fd)
-            index, mutated, fd, chunks, running_started = running.pop(pid)
+            index, mutated, fd, chunks, _ = running.pop(pid)
             os.close(fd)
             os.waitpid(pid, 0)
-            done(
-                index,
-                mutated,
-                {
-                    **_decode(b"".join(chunks)),
-                    "asleep": sleeps.pop(pid).seconds,
-                    "wall": time.monotonic() - running_started,
-                },
-            )
+            done(index, mutated, {**_decode(b"".join(chunks)), "asleep": sleeps.pop(pid).seconds})
         now = time.monotonic()
         for pid, (index, mutated, fd, _, started) in list(running.items()):
             slept = sleeps[pid].update(sample(pid))
@@ -444,8 +435,7 @@ def fan_out(spec, todo, results, child):
                 os.waitpid(pid, 0)
                 del running[pid]
                 done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True,
-                                      "asleep": sleeps.pop(pid).seconds,
-                                      "wall": now - started})  # fmt: skip
+                                      "asleep": sleeps.pop(pid).seconds})  # fmt: skip
     selector.close()
 
 
