@@ -314,3 +314,30 @@ def test_bug_reports_leave_out_addresses_even_where_pytest_cut_them():
         first, second = failures(a), failures(b)
     assert "...?>" in clean_report(first, "/co") and "0x?" in clean_report(first, "/co")
     assert clean_report(first, "/co") == clean_report(second, "/co")
+
+
+def test_reports_print_a_set_holding_none_alike_in_every_run(tmp_path):
+    """Before Python 3.12 `None`'s hash is its address, so ASLR reorders a set holding `None`
+    from run to run (toolz's `test_outer_join`, 2026-12-02). The driver runs whose reports a
+    suite keeps start with randomization off: the same report in three processes."""
+    import subprocess
+    import sys
+
+    from shadowkernel.evals.check import DRIVER
+
+    (tmp_path / "test_pairs.py").write_text(
+        "def test_pairs():\n"
+        "    assert {(i, None) for i in range(12)} | {(None, i) for i in range(12)} == {1}\n"
+    )
+    spec = json.dumps({"hidden": ["test_pairs.py::test_pairs"], "visible": [], "outcomes": True,
+                       "options": ["-p", "no:cacheprovider"]})  # fmt: skip
+
+    def report() -> str:
+        run = subprocess.run([sys.executable, DRIVER, "--spec", spec], cwd=tmp_path,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+        line = next(x for x in run.stdout.splitlines() if x.startswith("@@shadowkernel-result"))
+        return json.loads(line.split(" ", 1)[1])["reports"]["test_pairs.py::test_pairs"]
+
+    first = report()
+    assert "(None, " in first and "Extra items in the left set" in first
+    assert report() == first and report() == first

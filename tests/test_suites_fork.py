@@ -123,3 +123,57 @@ def test_import_time_false_leaves_out_functions_run_at_import():
     every = {m.function for m in candidates({"m.py": text}, base, seed=0)}
     assert every == {"made", "used"}
     assert {m.function for m in candidates({"m.py": text}, base, 0, import_time=False)} == {"used"}
+
+
+MEMO = '''\
+import random
+
+
+class Parser:
+    """Parses text, keeping what it parsed in a cache shared by every parser."""
+
+    _CACHE = {}
+    _MAX = 4
+
+    def parse(self, text):
+        if text not in self._CACHE:
+            if len(self._CACHE) >= self._MAX:
+                self._evict()
+            self._CACHE[text] = text.upper()
+        return self._CACHE[text]
+
+    def _evict(self):
+        for key in random.sample(sorted(self._CACHE), int(self._MAX / 2)):
+            del self._CACHE[key]
+'''
+MEMO_TESTS = """\
+from memo import Parser
+
+
+def test_fill():  # the fifth word evicts two
+    parser = Parser()
+    assert [parser.parse(w) for w in "abcde"] == list("ABCDE")
+
+
+def test_one_more():  # the cache holds 3 here, on the original: no eviction
+    assert Parser().parse("f") == "F"
+"""
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_test_failing_through_what_an_earlier_one_left_makes_no_task(tmp_path, fork):
+    """jmespath's parser cache (2026-12-02): the mutant `_MAX / 2` -> `* 2` fails the one test
+    reaching the eviction, which leaves the class-level cache full, so every later test that
+    parses a new word fails too, though on the original it never reaches the eviction. Judged
+    on the reaching tests only, it became a task that `validate()` then rejected; the whole
+    set, run on the mutant in the task's order, rejects it."""
+    (tmp_path / "memo.py").write_text(MEMO)
+    (tmp_path / "test_memo.py").write_text(MEMO_TESTS)
+    suite = sk.mutation_suite(tmp_path, "python -m pytest test_memo.py", n=10, seed=0,
+                              per_function=5, pass_to_pass=5, fork=fork)  # fmt: skip
+    kept = {t.origin.split(": ", 1)[1] for t in suite}
+    assert "`/` became `*`" not in kept
+    assert json.loads(suite.extra["rejected"])["the whole set fails otherwise on the mutant"] >= 1
+    assert kept, "the other mutants of parse() still make tasks"
+    table = suite.validate()
+    assert table.fails_on_task.all() and table.passes_on_original.all(), table

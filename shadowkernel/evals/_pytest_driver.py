@@ -33,7 +33,9 @@ collects the command's tests once, then for each mutant a forked child swaps the
 functions' code into the live function objects (every function of the module whose code the
 mutation changes, line shifts included; linecache shows the mutated text in tracebacks), runs
 the mutant's test ids in their order and reports outcomes and reports through a pipe. When 1
-to `confirm` tests fail and none ran out of budget, another child runs the same ids on the
+to `confirm` tests fail and none ran out of budget, another child runs its whole hidden set
+(`confirm_tests`) on the mutant, in the order `Suite.validate()` runs a task's (the failing
+tests first, then the others); when exactly those fail there, one more runs that set on the
 original. A mutant the swap cannot express exactly (its module was not imported before the
 tests, the module's structure changes, a closure's cells differ, or no live function holds
 its code) is answered "fallback", and the caller judges it with a run of its own. A child
@@ -42,9 +44,9 @@ on a socket or a lock, which no CPU budget stops) is killed and answered "timed_
 one past the wall-clock "timeout"; each answer carries its "asleep" seconds. `jobs`
 children run at once; results are printed in the file's order. The file is JSON: {"options",
 "paths", "budgets", "jobs", "timeout" (wall seconds per child, a last resort), "reports" (how
-many failures' reports to keep), "confirm", "stop" (as above; 0 on the original), "mutants":
-[{"path", "start", "end", "replacement", "function", "tests", "confirm_tests" (the
-ids the original runs)}]}.
+many failures' reports to keep), "confirm", "stop" (as above), "mutants": [{"path", "start",
+"end", "replacement", "function", "tests", "confirm_tests" (the whole hidden set)}]}; each
+answer holds the whole set's answer as "whole" and the original's as "original".
 """
 
 import contextlib
@@ -344,8 +346,7 @@ class Batch:
             why = swap(job, live)
             if why is not None:
                 return {"fallback": why}
-        else:
-            self.recorder.stop = 0  # the original must pass entirely
+        self.recorder.stop = job.get("stop", self.recorder.stop)
         self.recorder.outcomes, self.recorder.reports, self.recorder.session = {}, {}, None
         chosen = [items[t] for t in job["tests"] if t in items]
         for i, item in enumerate(chosen):
@@ -366,8 +367,7 @@ def fresh_child(pytest, spec, recorder, job):
     imported from the mutated text (an import hook): as a fresh process would."""
     if job["path"] is not None:
         serve_mutant(job)
-    else:
-        recorder.stop = 0
+    recorder.stop = job.get("stop", recorder.stop)
     recorder.outcomes, recorder.reports, recorder.session = {}, {}, None
     pytest.main([*spec.get("options", []), *job["tests"]], plugins=[recorder])
     recorder.settle()
@@ -386,30 +386,31 @@ def answer_of(spec, job, recorder, missing):
 def fan_out(spec, todo, results, child):
     """Each job of `todo` (indices of the spec's mutants) in a forked child, `jobs` at a
     time; when one breaks 1 to `confirm` tests and none ran out of budget, another child
-    runs its `confirm_tests` on the original. Answers land in `results` by index."""
+    runs its whole hidden set on the mutant (`PHASES`), and when exactly those tests fail
+    there, one more runs the set on the original. Answers land in `results` by index."""
     mutants = spec["mutants"]
-    pending = [(i, True) for i in todo]  # (mutant, mutated?)
-    running = {}  # pid -> (mutant index, mutated?, read end, chunks, started)
+    pending = [(i, "mutant") for i in todo]  # (mutant index, phase)
+    running = {}  # pid -> (mutant index, phase, read end, chunks, started)
     selector = selectors.DefaultSelector()
     timeout = float(spec.get("timeout", 300))
     sleeps = {}  # pid -> Sleep
 
-    def done(index, mutated, answer):
-        if mutated:
+    def done(index, phase, answer):
+        if phase == "mutant":
             results[index] = answer
-            if _confirm(spec, answer, mutants[index]["tests"]):
-                pending.insert(0, (index, False))
+            going_on = _confirm(spec, answer, mutants[index]["tests"])
         else:
-            results[index]["original"] = answer
+            results[index][phase] = answer
+            going_on = phase == "whole" and _exactly(answer, mutants[index], results[index])
+        if going_on:
+            pending.insert(0, (index, PHASES[PHASES.index(phase) + 1]))
 
     while pending or running:
         while pending and len(running) < max(1, int(spec.get("jobs", 1))):
-            index, mutated = pending.pop(0)
-            job = mutants[index]
-            if not mutated:  # the original, on the whole set
-                job = {**job, "path": None, "tests": job.get("confirm_tests", job["tests"])}
+            index, phase = pending.pop(0)
+            job = phase_job(mutants[index], phase, results[index])
             pid, fd = _fork(child, job)
-            running[pid] = (index, mutated, fd, [], time.monotonic())
+            running[pid] = (index, phase, fd, [], time.monotonic())
             sleeps[pid] = Sleep()
             selector.register(fd, selectors.EVENT_READ, pid)
         for key, _ in selector.select(timeout=SAMPLE_EVERY):
@@ -419,12 +420,12 @@ def fan_out(spec, todo, results, child):
                 running[pid][3].append(chunk)
                 continue
             selector.unregister(key.fd)
-            index, mutated, fd, chunks, _ = running.pop(pid)
+            index, phase, fd, chunks, _ = running.pop(pid)
             os.close(fd)
             os.waitpid(pid, 0)
-            done(index, mutated, {**_decode(b"".join(chunks)), "asleep": sleeps.pop(pid).seconds})
+            done(index, phase, {**_decode(b"".join(chunks)), "asleep": sleeps.pop(pid).seconds})
         now = time.monotonic()
-        for pid, (index, mutated, fd, _, started) in list(running.items()):
+        for pid, (index, phase, fd, _, started) in list(running.items()):
             slept = sleeps[pid].update(sample(pid))
             # blocked (waiting forever on a socket, a lock, a sleep), or a loop in C code
             # (the wall-clock timeout: the last resort)
@@ -434,7 +435,7 @@ def fan_out(spec, todo, results, child):
                 os.close(fd)
                 os.waitpid(pid, 0)
                 del running[pid]
-                done(index, mutated, {"outcomes": {}, "reports": {}, "timed_out": True,
+                done(index, phase, {"outcomes": {}, "reports": {}, "timed_out": True,
                                       "asleep": sleeps.pop(pid).seconds})  # fmt: skip
     selector.close()
 
@@ -540,6 +541,43 @@ def _stat(path):
     """The fields of a /proc stat file after the command's name: state, ppid, ..."""
     text = _read(path)
     return text[text.rfind(")") + 2 :].split() if text else None
+
+
+# A candidate's children, in turn: the tests reaching its function on the mutant; its whole
+# hidden set on the mutant, ordered as a task's (`task_order`); that set on the original.
+PHASES = ("mutant", "whole", "original")
+
+
+def first_failing(job, answer):
+    """The tests that failed in the mutant's first run, in the set's order."""
+    return [t for t in job["tests"] if answer["outcomes"].get(t) != "passed"]
+
+
+def task_order(job, answer):
+    """The hidden set as `Suite.validate()` runs the task's: the tests failing in the mutant's
+    first run, then the rest of the set, each part in the set's order."""
+    failing = first_failing(job, answer)
+    return failing + [t for t in job.get("confirm_tests", job["tests"]) if t not in failing]
+
+
+def phase_job(job, phase, answer):
+    """The child's job in `phase`: which code (the mutant's or the original's), which ids in
+    which order, and when it may stop (as soon as more tests fail than the task states)."""
+    if phase == "mutant":
+        return job
+    order = task_order(job, answer)
+    if phase == "whole":
+        return {**job, "tests": order, "stop": len(first_failing(job, answer))}
+    return {**job, "path": None, "tests": order, "stop": 0}  # the original passes entirely
+
+
+def _exactly(whole, job, first):
+    """Whether the whole set's run on the mutant failed exactly where its first run did."""
+    if "outcomes" not in whole or whole.get("timed_out"):
+        return False
+    outcomes = whole["outcomes"]
+    failing = [t for t in task_order(job, first) if outcomes.get(t) != "passed"]
+    return failing == first_failing(job, first) and "timeout" not in outcomes.values()
 
 
 def _confirm(spec, answer, tests):
@@ -679,5 +717,31 @@ def _pair(before, after, pairs):
     return all(_pair(a, b, pairs) for a, b in zip(*inner, strict=True))
 
 
+ADDR_NO_RANDOMIZE = 0x0040000  # <linux/personality.h>
+
+
+def fixed_addresses():
+    """Start again with address space randomization off, where the kernel lets us (as
+    `setarch -R` does), so that what a report prints is the same in every run: before
+    Python 3.12 `None`'s hash is its address, and a set holding `None` is printed in an order
+    that ASLR changes from run to run (toolz's `test_outer_join`). Where the call is refused
+    (some containers' seccomp profiles), the run goes on as it is."""
+    import ctypes
+
+    try:
+        personality = ctypes.CDLL(None, use_errno=True).personality
+    except (OSError, AttributeError):
+        return
+    current = personality(0xFFFFFFFF)  # query only
+    if current == -1 or current & ADDR_NO_RANDOMIZE:
+        return
+    if personality(current | ADDR_NO_RANDOMIZE) == -1:
+        return
+    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    os.execv(sys.executable, argv)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["--spec"], ["--batch"]):  # runs whose reports a suite keeps
+        fixed_addresses()
     sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,10 @@
 """Judging one mutant: the runs that decide whether it becomes a task (see mutation_suite).
 
 The baseline run (coverage per test, each test's CPU time), each test's CPU budget, the
-hidden set chosen before anything runs, the run of that set on the mutant and then on the
-original, and the verdict. Every decision here reads outcomes, never wall-clock time: a test
-out of its CPU budget is the outcome "timeout", and its candidate is excluded.
+hidden set chosen before anything runs, the runs on the mutant (the tests reaching its
+function, then the whole set in a task's order) and on the original, and the verdict. Every
+decision here reads outcomes, never wall-clock time: a test out of its CPU budget is the
+outcome "timeout", and its candidate is excluded.
 
 Two ways to run a candidate's set, with the same verdict: `judge` gives it a pytest process
 of its own (the mutated file staged in a branch), `judge_batch` judges many candidates in one
@@ -205,14 +206,18 @@ def judge(ws: Any, env: Environment, base: Baseline, texts: dict[str, str], opts
     if opts.lint and not compiles(mutant.path, mutated):
         return Judged("syntax error", tests, [], {})
     name = f"mutation|{mutant.id}|{mutant.start}"
+    edit = (mutant.path, mutated)
     reach = reached(mutant, base, tests)
-    run = run_set(ws, env, name, (mutant.path, mutated), reach, opts, budget, opts.max_failing)
+    run = run_set(ws, env, name, edit, reach, opts, budget, opts.max_failing)
     return decide(
         run,
         tests,
         reach,
         opts.max_failing,
-        lambda: run_set(ws, env, name + "|original", None, tests, opts, budget, 0),
+        lambda order, failing: run_set(
+            ws, env, name + "|whole", edit, order, opts, budget, len(failing)
+        ),  # fmt: skip
+        lambda order: run_set(ws, env, name + "|original", None, order, opts, budget, 0),
     )
 
 
@@ -223,19 +228,44 @@ def reached(mutant: mutation.Mutant, base: Baseline, tests: list[str]) -> list[s
     return [t for t in tests if t in reach]
 
 
+def task_order(tests: list[str], failing: list[str]) -> list[str]:
+    """The hidden set in the order `Suite.validate()` runs a task's: `fail_to_pass`, then
+    `pass_to_pass`."""
+    return failing + [t for t in tests if t not in failing]
+
+
 def decide(run: Outcome, tests: list[str], reach: list[str], max_failing: int,
-           original: Any) -> Judged:  # fmt: skip
-    """The verdict on the mutant's run of `reach` and, when it is a task, on `original()`'s
-    run of the whole set `tests`, which must pass entirely."""
+           whole: Any, original: Any) -> Judged:  # fmt: skip
+    """The verdict on the mutant's run of `reach`; when that breaks 1 to `max_failing` tests,
+    on `whole(order, failing)`'s run of the whole set on the mutant, in the task's order,
+    where exactly those tests must fail (a test can also fail through what an earlier one
+    left behind: a cache, a global); then on `original(order)`'s, which must pass entirely.
+    A kept task is then exactly what `validate()` checks. Its reports are the whole run's."""
     why, failing = verdict(run, reach, max_failing)
-    cpu = run.cpu
+    cpu, reports = run.cpu, run.reports
     if why is None:
-        again = original()
+        order = task_order(tests, failing)
+        mutant = whole(order, failing)
+        cpu += mutant.cpu if mutant is not None else 0.0
+        why = _whole_verdict(mutant, order, failing)
+        reports = mutant.reports if mutant is not None else {}
+    if why is None:
+        again = original(order)
         cpu += again.cpu if again is not None else 0.0
         if again is None or again.timed_out or not again.finished or any(
                 again.outcomes.get(t) != "passed" for t in tests):  # fmt: skip
             why = "the set does not pass on the original"
-    return Judged(why, tests, failing, run.reports, cpu)
+    return Judged(why, tests, failing, reports, cpu)
+
+
+def _whole_verdict(run: Outcome | None, order: list[str], failing: list[str]) -> str | None:
+    if run is None or not run.finished:
+        return "run did not finish"
+    if run.timed_out or any(o == "timeout" for o in run.outcomes.values()):
+        return "timed out"
+    if [t for t in order if run.outcomes.get(t) != "passed"] != failing:
+        return "the whole set fails otherwise on the mutant"
+    return None
 
 
 BATCH_FILE = ".shadowkernel-mutants.json"  # staged only in the batch's throwaway branch
@@ -286,7 +316,8 @@ def _judged(answer: dict[str, Any] | None, tests: list[str], reach: list[str],
         tests,
         reach,
         max_failing,
-        lambda: _outcome(answer["original"]) if "original" in answer else None,
+        lambda order, failing: _outcome(answer["whole"]) if "whole" in answer else None,
+        lambda order: _outcome(answer["original"]) if "original" in answer else None,
     )
 
 

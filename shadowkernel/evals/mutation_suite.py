@@ -15,10 +15,13 @@
    time, where coverage cannot tell) plus a sample of `pass_to_pass` other passing tests,
    drawn from a generator seeded by `seed` and the mutant. The tests reaching the function
    run on the mutant (the others never execute the changed code), until the verdict is known.
-   The candidate is kept when at least one and at most `max_failing` of them fail and none ran
-   out of its budget or failed to import; then the whole set runs on the original and must
-   pass entirely. A kept task is therefore what `validate()` checks: its hidden tests fail on
-   the task and pass on the original, run as one set.
+   When at least one and at most `max_failing` of them fail and none ran out of its budget or
+   failed to import, the whole set runs on the mutant, in the order `validate()` runs a
+   task's (those failing tests, then the others): exactly those must fail there (a test can
+   also fail through what an earlier one left behind, such as a class-level cache filled on
+   the mutant). Then the set, in that order, runs on the original and must pass entirely. A
+   kept task is therefore exactly what `validate()` checks: the same ids in the same order
+   fail as stated on the task and pass on the original.
    Candidates are judged in batches (`fork=True`): one pytest process in a throwaway branch
    collects the tests once and forks a child per candidate, which swaps the mutated
    functions' code into the live function objects (or, for a function run at import time, a
@@ -42,12 +45,11 @@ the load does not stretch); `random` is seeded per test; candidates are judged a
 at a time, but they are taken in their seeded order. The tests themselves are assumed
 deterministic (a flaky test can flip a candidate). Cost: one coverage run of the suite, then
 per batch one collection, per candidate a fork running the tests that reach its function,
-and per kept task one more fork running its set on the original (figures in docs/suites.md).
+and per kept task two more forks running its set on the mutant and on the original (figures
+in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
-with plugin autoloading off unless `autoload=True`; the sample of other tests does not run
-on the mutant, so one that would fail there only through an earlier test's side effects is
-graded as `pass_to_pass` (it passes on the original, so the task stays valid); equivalent
+with plugin autoloading off unless `autoload=True`; equivalent
 mutants are weeded out only by "no test fails"; a loop inside C code ignores the CPU budget
 and is stopped by the run's wall-clock `timeout` (a last resort: keep it generous, as its
 outcome depends on the load).
