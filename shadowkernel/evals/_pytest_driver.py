@@ -130,8 +130,18 @@ class Recorder:
 
     @_hookwrapper
     def pytest_runtest_makereport(self, item, call):
-        with self.paused(again=call.when != "teardown"):
-            yield
+        # A test keeps its first failure's report; the later ones (a unittest's failing
+        # subtests: thousands in more-itertools' islice tests, each parsing the 5,000-line
+        # module per traceback entry, minutes in all) take pytest's one-line form.
+        option = item.config.option
+        style = getattr(option, "tbstyle", "auto")
+        if item.nodeid in self.reports:
+            option.tbstyle = "line"
+        try:
+            with self.paused(again=call.when != "teardown"):
+                yield
+        finally:
+            option.tbstyle = style
         if _BUDGET["out"]:
             self._over.add(item.nodeid)
         elif call.excinfo is not None and _waited_out(call.excinfo.value):
@@ -180,7 +190,8 @@ class Recorder:
         elif report.failed:
             kind = "failed" if report.when == "call" else "error"
             self.outcomes[report.nodeid] = kind
-            self.reports.setdefault(report.nodeid, report.longreprtext[-REPORT_LIMIT:])
+            if report.nodeid not in self.reports:
+                self.reports[report.nodeid] = report.longreprtext[-REPORT_LIMIT:]
         elif report.skipped and report.nodeid not in self.outcomes:
             self.outcomes[report.nodeid] = "skipped"
         elif report.when == "call" and report.passed:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.edits import AgentOutputError, Edit, from_json, to_json
-from ..errors import NotFound
+from ..errors import ArgumentError, NotFound
 
 BUILTIN = Path(__file__).with_name("suite")
 
@@ -139,6 +139,27 @@ class Suite:
         """The suite's identity as canonical JSON: equal for equal suites, byte for byte
         (timings and the measured `budgets` are left out)."""
         return json.dumps(suite_record(self), sort_keys=True, indent=1, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str, root: str | os.PathLike[str]) -> Suite:
+        """A suite that `to_json()` wrote, its projects' checkout at `root` (the JSON leaves
+        out where it was, and the budgets measured on the machine that made it: tests are then
+        graded without CPU budgets, under the run's wall-clock timeout)."""
+        try:
+            data = json.loads(text)
+            tasks = tuple(task_from_record(r) for r in data["tasks"])
+            environments = {k: environment_from_record(v)
+                            for k, v in data["environments"].items()}  # fmt: skip
+            name, description, extra = data["name"], data["description"], data["extra"]
+        except (ValueError, KeyError, TypeError, AgentOutputError) as error:
+            raise ArgumentError(f"text: not a suite written by Suite.to_json() "
+                                f"({type(error).__name__}: {error})") from error  # fmt: skip
+        folder = Path(root).resolve()
+        if not folder.is_dir():
+            raise ArgumentError(f"root={os.fspath(root)!r}: give the folder of the checkout "
+                                "the suite was made from")  # fmt: skip
+        return cls(name=name, root=str(folder), workspace_root=str(folder), tasks=tasks,
+                   description=description, extra=extra, environments=environments)  # fmt: skip
 
     def validate(self, workspace: Any = None, timeout: float = 120):  # -> pd.DataFrame
         """Run every task's hidden tests for real: at its start (they must fail) and with
@@ -249,3 +270,17 @@ def task_record(task: Task) -> dict[str, Any]:
     record = {f.name: getattr(task, f.name) for f in fields(task)}
     record["solution"] = [to_json(e) for e in task.solution]
     return record
+
+
+def task_from_record(record: dict[str, Any]) -> Task:
+    """The inverse of `task_record` (JSON gave lists where the task holds tuples)."""
+    values = {**record, "solution": tuple(from_json(e) for e in record["solution"]),
+              "start": tuple((path, text) for path, text in record.get("start", ()))}  # fmt: skip
+    for name in ("files", "fail_to_pass", "pass_to_pass", "visible_tests"):
+        values[name] = tuple(record.get(name, ()))
+    return Task(**values)
+
+
+def environment_from_record(record: dict[str, Any]) -> Environment:
+    return Environment(**{**record, "options": tuple(record["options"]),
+                          "env": tuple((k, v) for k, v in record["env"])})  # fmt: skip
