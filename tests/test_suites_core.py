@@ -341,3 +341,35 @@ def test_reports_print_a_set_holding_none_alike_in_every_run(tmp_path):
     first = report()
     assert "(None, " in first and "Extra items in the left set" in first
     assert report() == first and report() == first
+
+
+def test_a_test_keeps_its_first_report_and_its_later_failing_subtests_are_one_line(tmp_path):
+    """Under one mutant more-itertools' islice tests failed thousands of subtests, and pytest
+    parsed the 5,000-line module for every traceback entry of each: over 100 s per run, so
+    `validate()` timed out (2026-12-02). The report kept is the first failure's, in full;
+    the later failures of the same test take pytest's one-line form."""
+    import subprocess
+    import sys
+
+    from shadowkernel.evals.check import DRIVER
+
+    (tmp_path / "test_many.py").write_text(
+        "import unittest\n\n\nclass Many(unittest.TestCase):\n"
+        "    def test_subtests(self):\n"
+        "        for i in range(40):\n"
+        "            with self.subTest(i=i):\n"
+        "                self.assertEqual(i, -1)\n"
+    )
+    test = "test_many.py::Many::test_subtests"
+    spec = json.dumps({"hidden": [test], "visible": [], "outcomes": True,
+                       "options": ["-p", "no:cacheprovider", "-q", "--tb=short"]})  # fmt: skip
+    run = subprocess.run([sys.executable, DRIVER, "--spec", spec], cwd=tmp_path,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    line = next(x for x in run.stdout.splitlines() if x.startswith("@@shadowkernel-result"))
+    result = json.loads(line.split(" ", 1)[1])
+    assert result["outcomes"] == {test: "failed"}
+    assert "in test_subtests" in result["reports"][test]  # the first failure, with its source
+    assert "AssertionError: 0 != -1" in result["reports"][test]
+    output = run.stdout.split("@@shadowkernel-result")[0]  # pytest's own, without the JSON
+    assert "40 failed" in output
+    assert output.count("in test_subtests") == 1, output[-2000:]  # one short traceback

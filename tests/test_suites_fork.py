@@ -150,30 +150,42 @@ MEMO_TESTS = """\
 from memo import Parser
 
 
-def test_fill():  # the fifth word evicts two
+def test_fill():  # five words: the fifth evicts two
     parser = Parser()
     assert [parser.parse(w) for w in "abcde"] == list("ABCDE")
 
 
-def test_one_more():  # the cache holds 3 here, on the original: no eviction
-    assert Parser().parse("f") == "F"
+def test_bounded():  # reads the cache, calls nothing of memo.py
+    assert len(Parser._CACHE) <= Parser._MAX
+
+
+def test_evicts():
+    parser = Parser()
+    for word in "vwxyz":
+        parser.parse(word)
+    assert len(Parser._CACHE) <= Parser._MAX
 """
 
 
 @pytest.mark.parametrize("fork", [True, False])
 def test_a_test_failing_through_what_an_earlier_one_left_makes_no_task(tmp_path, fork):
-    """jmespath's parser cache (2026-12-02): the mutant `_MAX / 2` -> `* 2` fails the one test
-    reaching the eviction, which leaves the class-level cache full, so every later test that
-    parses a new word fails too, though on the original it never reaches the eviction. Judged
-    on the reaching tests only, it became a task that `validate()` then rejected; the whole
-    set, run on the mutant in the task's order, rejects it."""
+    """The mutant `>=` -> `>` in `parse` lets the class-level cache hold one entry too many.
+    `test_fill` still passes on it but leaves the cache over its bound, so `test_bounded`,
+    which runs none of memo.py's code, fails after it; of the tests reaching `parse` only
+    `test_evicts` fails. Judged on those alone it became a task that `validate()` rejects
+    (jmespath's parser cache, 2026-12-02); the whole set, run on the mutant in the task's
+    order, rejects it."""
     (tmp_path / "memo.py").write_text(MEMO)
     (tmp_path / "test_memo.py").write_text(MEMO_TESTS)
     suite = sk.mutation_suite(tmp_path, "python -m pytest test_memo.py", n=10, seed=0,
                               per_function=5, pass_to_pass=5, fork=fork)  # fmt: skip
     kept = {t.origin.split(": ", 1)[1] for t in suite}
-    assert "`/` became `*`" not in kept
+    assert "`>=` became `>`" not in kept
     assert json.loads(suite.extra["rejected"])["the whole set fails otherwise on the mutant"] >= 1
     assert kept, "the other mutants of parse() still make tasks"
-    table = suite.validate()
+    loaded = sk.evals.Suite.from_json(suite.to_json(), tmp_path)  # as a user reads a build
+    assert loaded.to_json() == suite.to_json()
+    table = loaded.validate()
     assert table.fails_on_task.all() and table.passes_on_original.all(), table
+    with pytest.raises(sk.ArgumentError, match="not a suite written by Suite.to_json"):
+        sk.evals.Suite.from_json('{"tasks": []}', tmp_path)

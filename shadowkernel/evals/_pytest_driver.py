@@ -34,8 +34,8 @@ functions' code into the live function objects (every function of the module who
 mutation changes, line shifts included; linecache shows the mutated text in tracebacks), runs
 the mutant's test ids in their order and reports outcomes and reports through a pipe. When 1
 to `confirm` tests fail and none ran out of budget, another child runs its whole hidden set
-(`confirm_tests`) on the mutant, in the order `Suite.validate()` runs a task's (the failing
-tests first, then the others); when exactly those fail there, one more runs that set on the
+(`confirm_tests`) on the mutant, in the order `Suite.validate()` runs a task's (the others
+first, then the failing tests); when exactly those fail there, one more runs that set on the
 original. A mutant the swap cannot express exactly (its module was not imported before the
 tests, the module's structure changes, a closure's cells differ, or no live function holds
 its code) is answered "fallback", and the caller judges it with a run of its own. A child
@@ -565,10 +565,10 @@ def first_failing(job, answer):
 
 
 def task_order(job, answer):
-    """The hidden set as `Suite.validate()` runs the task's: the tests failing in the mutant's
-    first run, then the rest of the set, each part in the set's order."""
+    """The hidden set as `Suite.validate()` runs the task's: the rest of the set, then the
+    tests failing in the mutant's first run, each part in the set's order."""
     failing = first_failing(job, answer)
-    return failing + [t for t in job.get("confirm_tests", job["tests"]) if t not in failing]
+    return [t for t in job.get("confirm_tests", job["tests"]) if t not in failing] + failing
 
 
 def phase_job(job, phase, answer):

@@ -229,9 +229,9 @@ def reached(mutant: mutation.Mutant, base: Baseline, tests: list[str]) -> list[s
 
 
 def task_order(tests: list[str], failing: list[str]) -> list[str]:
-    """The hidden set in the order `Suite.validate()` runs a task's: `fail_to_pass`, then
-    `pass_to_pass`."""
-    return failing + [t for t in tests if t not in failing]
+    """The hidden set in the order `Suite.validate()` runs a task's: `pass_to_pass`, then
+    `fail_to_pass` (see `check.check_ids`)."""
+    return [t for t in tests if t not in failing] + failing
 
 
 def decide(run: Outcome, tests: list[str], reach: list[str], max_failing: int,

@@ -17,11 +17,11 @@
    run on the mutant (the others never execute the changed code), until the verdict is known.
    When at least one and at most `max_failing` of them fail and none ran out of its budget or
    failed to import, the whole set runs on the mutant, in the order `validate()` runs a
-   task's (those failing tests, then the others): exactly those must fail there (a test can
-   also fail through what an earlier one left behind, such as a class-level cache filled on
-   the mutant). Then the set, in that order, runs on the original and must pass entirely. A
-   kept task is therefore exactly what `validate()` checks: the same ids in the same order
-   fail as stated on the task and pass on the original.
+   task's (the others, then those failing tests): exactly those must fail there (a test can
+   also fail through what an earlier one left behind). Then the set, in that order, runs on
+   the original and must pass entirely. A kept task is therefore exactly what `validate()`
+   checks: the same ids in the same order fail as stated on the task and pass on the
+   original.
    Candidates are judged in batches (`fork=True`): one pytest process in a throwaway branch
    collects the tests once and forks a child per candidate, which swaps the mutated
    functions' code into the live function objects (or, for a function run at import time, a
