@@ -1,12 +1,13 @@
 """Several lanes under load, on a real library: every answer holds its own branch's current
 error, no other branch's and no stale one; the lanes really served side by side; the lane
-default follows the machine and the servers."""
+default follows the machine and the servers, and grows under load unless `lanes=` was given."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,9 @@ from waiting import wait_for
 import shadowkernel as sk
 from shadowkernel.evals import pypi
 from shadowkernel.lsp import Lint, available_servers
+from shadowkernel.overlay import mounts
 from shadowkernel.paths import rel
-from shadowkernel.sched import default_lanes
+from shadowkernel.sched import default_lanes, most_lanes
 from shadowkernel.workspace.baselints import BaseLints
 
 FILE = "more_itertools/recipes.py"
@@ -156,3 +158,66 @@ def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_pa
     # Five shows (one base: m.py's base lints are shared; four versions): the first two
     # changed only m.py, a document; the other three changed ruff.toml too.
     assert lane.mount_switches == 3
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@needs_fuse
+@needs_ruff
+@pytest.mark.parametrize("lanes", [None, 2], ids=["default", "explicit"])
+def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None) -> None:
+    """Twelve agents lint in a loop, each waiting for its answer: on the default lanes more
+    branches wait than lanes, dispatch after dispatch, so lanes open (one at a time, off the
+    loop) up to the most, and the agents go on until the last one served; `lanes=2` stays 2
+    under 30 rounds of the same load. Every answer holds its own branch's error; closing
+    leaves no overlay process, server or mount behind."""
+    n, rounds, bound = 12, 30, 180.0
+    cores = len(os.sched_getaffinity(0))
+    start, most = default_lanes(["ruff"], cores), most_lanes(["ruff"], cores)
+    if lanes is None and most == start:
+        pytest.skip(f"{cores} cores: the default lanes are already the most")
+    base = (library / FILE).read_text()
+    with sk.Workspace(library, servers=["ruff"], lanes=lanes, state=None) as ws:
+        branches = [ws.branch(f"agent-{i}") for i in range(n)]
+        deadline = time.monotonic() + bound
+
+        def going(step: int) -> bool:
+            if lanes is not None:
+                return step < rounds
+            assert time.monotonic() < deadline, f"lane {most - 1} served nothing in {bound} s"
+            return not any(e.lane == most - 1 for e in ws.events())
+
+        async def agent(i: int) -> list[tuple[int, int, set[tuple[int, int]], bool]]:
+            seen, step = [], 0
+            while going(step):
+                branches[i].write(FILE, with_error(base, i, step))
+                table = await branches[i].lint_async([FILE], fixes=False)
+                errors = {(int(a), int(s)) for m in table["message"] for a, s in ERROR.findall(m)}
+                new = any(f"undefined_b{i}_{step}" in m for m in table[table["new"]]["message"])
+                seen.append((i, step, errors, new))
+                step += 1
+            return seen
+
+        async def all_agents() -> list[list[tuple[int, int, set[tuple[int, int]], bool]]]:
+            return await asyncio.gather(*(agent(i) for i in range(n)))
+
+        answers = [a for per_agent in asyncio.run(all_agents()) for a in per_agent]
+        statistics, events = ws.statistics(), ws.events()
+        overlays = [shadow.pid for shadow in ws.shadows]
+        servers = [lane["ruff"].pid for lane in statistics["servers"]]
+        mountpoints = [shadow.mountpoint for shadow in ws.shadows]
+    expected, grown = (most, most - start) if lanes is None else (lanes, 0)
+    assert (statistics["lanes"], statistics["lanes_grown"]) == (expected, grown)
+    assert {e.lane for e in events} == set(range(expected))  # the timeline shows every lane
+    assert len(answers) == len(events) and all(e.ok for e in events)
+    for i, step, errors, new in answers:
+        assert errors == {(i, step)} and new, (i, step, errors, new)
+    assert len(overlays) == expected and None not in overlays and None not in servers
+    assert not [pid for pid in overlays + servers if alive(pid)]  # type: ignore[operator]
+    assert not set(mountpoints) & set(mounts.shadow_mounts())
