@@ -117,11 +117,12 @@ class Workspace:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
-        grow_to = lanes
         if lanes is None:  # the machine's cores and the servers decide, and load grows them
             names, cores, memory = (_server_names(servers), len(os.sched_getaffinity(0)),
                                     _available_memory())  # fmt: skip
             lanes, grow_to = default_lanes(names, cores, memory), most_lanes(names, cores, memory)
+        else:
+            grow_to = lanes
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
@@ -211,12 +212,12 @@ class Workspace:
         return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
 
     def _pool(self, shadow: Shadow | DetachedShadow) -> LspPool:
-        return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,  # type: ignore[arg-type]
+        return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
                        project=self.root)  # fmt: skip
 
     async def _start(self, policy: Policy, batch: int, grow_to: int) -> Scheduler:
         threaded = max(len(self._shadows), grow_to) > 1
-        lanes = [Lane(i, shadow, self._pool(shadow), threaded)
+        lanes = [Lane(i, shadow, self._pool(shadow), threaded)  # type: ignore[arg-type]
                  for i, shadow in enumerate(self._shadows)]  # fmt: skip
         scheduler = Scheduler(lanes, policy, batch, origin=self.origin, open_lane=self._open_lane,
                               grow_to=grow_to)  # fmt: skip
@@ -244,7 +245,7 @@ class Workspace:
             await _in_thread_to_the_end(shadow.close)
             raise
         self._shadows.append(shadow)
-        return Lane(index, shadow, pool, threaded=True)
+        return Lane(index, shadow, pool, threaded=True)  # type: ignore[arg-type]
 
     @property
     def closed(self) -> bool:
