@@ -221,3 +221,49 @@ def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None) ->
     assert len(overlays) == expected and None not in overlays and None not in servers
     assert not [pid for pid in overlays + servers if alive(pid)]  # type: ignore[operator]
     assert not set(mountpoints) & set(mounts.shadow_mounts())
+
+
+def overlays_of(source: Path) -> dict[int, str]:
+    """Overlay processes serving `source`: pid -> mount point (from their command lines)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, ValueError):
+            continue
+        if "shadowkernel.overlay.server" in argv and str(source) in argv and entry.name.isdigit():
+            found[int(entry.name)] = argv[argv.index(str(source)) + 1]
+    return found
+
+
+@needs_fuse
+@needs_ruff
+def test_closing_while_a_lane_opens_leaves_nothing_behind(library: Path) -> None:
+    """Agents load the workspace until a lane starts opening, then it closes at once: the
+    opening lane's overlay (started, maybe not mounted yet) goes with the others."""
+    cores = len(os.sched_getaffinity(0))
+    if most_lanes(["ruff"], cores) == default_lanes(["ruff"], cores):
+        pytest.skip(f"{cores} cores: the default lanes are already the most")
+    source, base, n = Path(os.path.realpath(library)), (library / FILE).read_text(), 12
+    with sk.Workspace(library, servers=["ruff"], state=None) as ws:
+        branches = [ws.branch(f"agent-{i}") for i in range(n)]
+        opening = lambda: ws._scheduler.growth.opening  # noqa: E731
+        deadline = time.monotonic() + 180
+
+        async def agent(i: int) -> None:
+            step = 0
+            while not opening():
+                assert time.monotonic() < deadline, "no lane started opening in 180 s"
+                branches[i].write(FILE, with_error(base, i, step))
+                await branches[i].lint_async([FILE], fixes=False)
+                step += 1
+
+        async def all_agents() -> None:
+            await asyncio.gather(*(agent(i) for i in range(n)))
+
+        asyncio.run(all_agents())
+        joined = {shadow.pid for shadow in ws.shadows}
+        wait_for(lambda: set(overlays_of(source)) - joined, 30, "the opening lane's overlay")
+        overlays = overlays_of(source)
+    assert not [pid for pid in overlays if alive(pid)]
+    assert not set(overlays.values()) & set(mounts.shadow_mounts())
