@@ -416,7 +416,7 @@ class Workspace:
             "mode": self.mode,
             "lanes": len(self._shadows),
             "lanes_grown": self._scheduler.growth.grown,
-            "lanes_most": max(self._scheduler.growth.limit, len(self._shadows)),
+            "most_lanes": max(self._scheduler.growth.limit, len(self._shadows)),
             "queued": len(self._scheduler.queue),
             "runs": len(self.run_queue),
             "branches": len(self._branches),
