@@ -201,8 +201,9 @@ def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) ->
     Single-file linters: two per core, up to `MAX_LIGHT_LANES`. With one lane per core a lane
     alternates between the server's lint and this process's work on the answer, so a core
     idles; a second lane per core fills it (1,000 branches on more-itertools with ruff, 2
-    cores: 66-102 answers/s on 2 lanes, 95-111 on 4). Each lane costs an overlay process and
-    a server (~0.6 s of CPU to open, ~13 MB PSS), which is why they open only under load.
+    cores: 60-105 answers/s on 2 fixed lanes, 84-124 growing to 4). Each lane costs an
+    overlay process and a server (~0.6 s of CPU to open, ~13 MB PSS), which is why they open
+    only under load.
     Cross-file servers keep `default_lanes`: each lane is a whole program's analysis (100 MB
     to 2 GiB) that takes seconds to index before its first answer, and it checks on one
     thread, so the cores are already as many lanes as can run.
