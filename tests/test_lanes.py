@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kernel_helpers import alive
 from overlay_helpers import needs_fuse
 from waiting import wait_for
 
@@ -158,14 +159,6 @@ def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_pa
     # Five shows (one base: m.py's base lints are shared; four versions): the first two
     # changed only m.py, a document; the other three changed ruff.toml too.
     assert lane.mount_switches == 3
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @needs_ruff
