@@ -1,23 +1,26 @@
 """Several lanes under load, on a real library: every answer holds its own branch's current
 error, no other branch's and no stale one; the lanes really served side by side; the lane
-default follows the machine and the servers."""
+default follows the machine and the servers, and grows under load unless `lanes=` was given."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
+from kernel_helpers import alive
 from overlay_helpers import needs_fuse
 from waiting import wait_for
 
 import shadowkernel as sk
 from shadowkernel.evals import pypi
 from shadowkernel.lsp import Lint, available_servers
+from shadowkernel.overlay import mounts
 from shadowkernel.paths import rel
-from shadowkernel.sched import default_lanes
+from shadowkernel.sched import default_lanes, most_lanes
 from shadowkernel.workspace.baselints import BaseLints
 
 FILE = "more_itertools/recipes.py"
@@ -156,3 +159,111 @@ def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_pa
     # Five shows (one base: m.py's base lints are shared; four versions): the first two
     # changed only m.py, a document; the other three changed ruff.toml too.
     assert lane.mount_switches == 3
+
+
+@needs_ruff
+@pytest.mark.parametrize(
+    ("lanes", "mode"),
+    [pytest.param(None, "fuse", marks=needs_fuse), pytest.param(2, "fuse", marks=needs_fuse),
+     (None, "documents")],
+    ids=["default", "explicit", "default-documents"],
+)  # fmt: skip
+def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None, mode: str) -> None:
+    """Twelve agents lint in a loop, each waiting for its answer: on the default lanes more
+    branches wait than lanes, dispatch after dispatch, so lanes open (one at a time, off the
+    loop) up to the most, and the agents go on until the last one served; `lanes=2` stays 2
+    under 30 rounds of the same load; where no mount can be made, lanes grow too. Every
+    answer holds its own branch's error; closing leaves no overlay process, server or mount
+    behind."""
+    n, rounds, bound = 12, 30, 180.0
+    cores = len(os.sched_getaffinity(0))
+    start, most = default_lanes(["ruff"], cores), most_lanes(["ruff"], cores)
+    if lanes is None and most == start:
+        pytest.skip(f"{cores} cores: the default lanes are already the most")
+    base = (library / FILE).read_text()
+    with sk.Workspace(library, servers=["ruff"], lanes=lanes, state=None, mode=mode) as ws:
+        assert ws.mode == mode
+        branches = [ws.branch(f"agent-{i}") for i in range(n)]
+        deadline = time.monotonic() + bound
+
+        def going(step: int) -> bool:
+            if lanes is not None:
+                return step < rounds
+            assert time.monotonic() < deadline, f"lane {most - 1} served nothing in {bound} s"
+            return not any(e.lane == most - 1 for e in ws.events())
+
+        async def agent(i: int) -> list[tuple[int, int, set[tuple[int, int]], bool]]:
+            seen, step = [], 0
+            while going(step):
+                branches[i].write(FILE, with_error(base, i, step))
+                table = await branches[i].lint_async([FILE], fixes=False)
+                errors = {(int(a), int(s)) for m in table["message"] for a, s in ERROR.findall(m)}
+                new = any(f"undefined_b{i}_{step}" in m for m in table[table["new"]]["message"])
+                seen.append((i, step, errors, new))
+                step += 1
+            return seen
+
+        async def all_agents() -> list[list[tuple[int, int, set[tuple[int, int]], bool]]]:
+            return await asyncio.gather(*(agent(i) for i in range(n)))
+
+        answers = [a for per_agent in asyncio.run(all_agents()) for a in per_agent]
+        statistics, events = ws.statistics(), ws.events()
+        overlays = [shadow.pid for shadow in ws.shadows]
+        servers = [lane["ruff"].pid for lane in statistics["servers"]]
+        mountpoints = [shadow.mountpoint for shadow in ws.shadows]
+    expected, grown = (most, most - start) if lanes is None else (lanes, 0)
+    assert (statistics["lanes"], statistics["lanes_grown"]) == (expected, grown)
+    assert {e.lane for e in events} == set(range(expected))  # the timeline shows every lane
+    assert len(answers) == len(events) and all(e.ok for e in events)
+    for i, step, errors, new in answers:
+        assert errors == {(i, step)} and new, (i, step, errors, new)
+    assert None not in servers and len(overlays) == expected
+    assert mode == "documents" or None not in overlays  # a mount has its overlay process
+    assert not [pid for pid in overlays + servers if pid and alive(pid)]  # type: ignore[operator]
+    assert not set(mountpoints) & set(mounts.shadow_mounts())
+
+
+def overlays_of(source: Path) -> dict[int, str]:
+    """Overlay processes serving `source`: pid -> mount point (from their command lines)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, ValueError):
+            continue
+        if "shadowkernel.overlay.server" in argv and str(source) in argv and entry.name.isdigit():
+            found[int(entry.name)] = argv[argv.index(str(source)) + 1]
+    return found
+
+
+@needs_fuse
+@needs_ruff
+def test_closing_while_a_lane_opens_leaves_nothing_behind(library: Path) -> None:
+    """Agents load the workspace until a lane starts opening, then it closes at once: the
+    opening lane's overlay (started, maybe not mounted yet) goes with the others."""
+    cores = len(os.sched_getaffinity(0))
+    if most_lanes(["ruff"], cores) == default_lanes(["ruff"], cores):
+        pytest.skip(f"{cores} cores: the default lanes are already the most")
+    source, base, n = Path(os.path.realpath(library)), (library / FILE).read_text(), 12
+    with sk.Workspace(library, servers=["ruff"], state=None) as ws:
+        branches = [ws.branch(f"agent-{i}") for i in range(n)]
+        opening = lambda: ws._scheduler.growth.opening  # noqa: E731
+        deadline = time.monotonic() + 180
+
+        async def agent(i: int) -> None:
+            step = 0
+            while not opening():
+                assert time.monotonic() < deadline, "no lane started opening in 180 s"
+                branches[i].write(FILE, with_error(base, i, step))
+                await branches[i].lint_async([FILE], fixes=False)
+                step += 1
+
+        async def all_agents() -> None:
+            await asyncio.gather(*(agent(i) for i in range(n)))
+
+        asyncio.run(all_agents())
+        joined = {shadow.pid for shadow in ws.shadows}
+        wait_for(lambda: set(overlays_of(source)) - joined, 30, "the opening lane's overlay")
+        overlays = overlays_of(source)
+    assert not [pid for pid in overlays if alive(pid)]
+    assert not set(overlays.values()) & set(mounts.shadow_mounts())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shadowkernel.sched.policy import RequestQueue
+from shadowkernel.sched.policy import LaneGrowth, RequestQueue, most_lanes
 
 
 def drain(queue: RequestQueue[str], lane: int = 0) -> list[str]:
@@ -97,3 +97,65 @@ def test_deterministic_for_a_seeded_workload() -> None:
 
     assert run(1) == run(1)
     assert sorted(run(1), key=int) == [str(i) for i in range(200)]
+
+
+def test_waiting_branches_counts_branches_no_lane_serves() -> None:
+    queue: RequestQueue[str] = RequestQueue()
+    for name in ["a1", "a2", "b1", "c1"]:
+        queue.push(name[0], name)
+    assert queue.waiting_branches() == 3
+    queue.pop(0)  # a1: a is served, a2 waits for it, not for a lane
+    assert queue.waiting_branches() == 2
+    queue.pop(1)  # b1
+    assert queue.waiting_branches() == 1
+    queue.done(0)
+    assert queue.waiting_branches() == 2  # a is free again with a2 pending
+
+
+def grow_log(growth: LaneGrowth, waiting: list[int], lanes: int) -> list[int]:
+    """The dispatches (1-based) at which `growth` opened a lane; an opened lane joins at once."""
+    opened = []
+    for dispatch, count in enumerate(waiting, 1):
+        if growth.dispatched(count, lanes):
+            opened.append(dispatch)
+            growth.opened()
+            lanes += 1
+    return opened
+
+
+def test_a_lane_opens_after_sustained_waiting_then_the_count_starts_again() -> None:
+    growth = LaneGrowth(limit=4, after=3)
+    # More branches wait than the 2 lanes for 3 dispatches in a row: the third opens one;
+    # with 3 lanes, 3 waiting is not more than the lanes; 4 is, three times again.
+    assert grow_log(growth, [3, 3, 3, 3, 4, 4, 4, 9, 9, 9, 9], lanes=2) == [3, 7]
+    assert growth.grown == 2
+
+
+def test_a_burst_or_as_many_waiting_as_lanes_opens_nothing() -> None:
+    assert grow_log(LaneGrowth(limit=4, after=3), [5, 5, 0, 5, 5, 2, 2, 2, 2], lanes=2) == []
+
+
+def test_no_lane_opens_past_the_limit_or_while_one_starts() -> None:
+    assert grow_log(LaneGrowth(limit=2, after=1), [9] * 10, lanes=2) == []  # fixed lanes
+    growth = LaneGrowth(limit=4, after=2)
+    assert [growth.dispatched(9, 2) for _ in range(2)] == [False, True]
+    assert not any(growth.dispatched(9, 2) for _ in range(10))  # the third is starting
+    growth.opened()
+    assert [growth.dispatched(9, 3) for _ in range(2)] == [False, True]
+
+
+def test_a_lane_that_fails_to_open_stops_the_growth() -> None:
+    growth = LaneGrowth(limit=4, after=1)
+    assert growth.dispatched(9, 2)
+    growth.failed()
+    assert not any(growth.dispatched(9, 2) for _ in range(10))
+    assert growth.grown == 0
+
+
+def test_lanes_grow_to_two_per_core_for_single_file_linters_only() -> None:
+    assert (most_lanes(["ruff"], 1), most_lanes(["ruff"], 2), most_lanes(["ruff"], 3)) == (2, 4, 4)
+    assert most_lanes(["ruff"], 64) == 4  # the default already: the services loop limits
+    gib = 2**30
+    assert most_lanes(["pyright"], 2, 24 * gib) == 2  # cross-file: the default, fixed
+    assert most_lanes(["ruff", "pyright"], 2, 24 * gib) == 2
+    assert most_lanes([], 8) == 1

@@ -7,7 +7,7 @@ every request becomes a timeline event. sched/ may import the overlay, the LSP p
 the text core below it; the public API (workspace/) and the faces sit above and import it.
 """
 
-from .policy import POLICIES, Policy, RequestQueue, Ticket, default_lanes
+from .policy import POLICIES, LaneGrowth, Policy, RequestQueue, Ticket, default_lanes, most_lanes
 from .scheduler import Lane, Scheduler, Snapshot, acting_for
 from .timeline import MIME_TYPE, SCHEMA, Answer, Event, Timeline, percentile, summarize
 
@@ -18,6 +18,7 @@ __all__ = [
     "SCHEMA",
     "Event",
     "Lane",
+    "LaneGrowth",
     "Policy",
     "RequestQueue",
     "Scheduler",
@@ -26,6 +27,7 @@ __all__ = [
     "Snapshot",
     "acting_for",
     "default_lanes",
+    "most_lanes",
     "percentile",
     "summarize",
 ]

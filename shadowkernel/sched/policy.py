@@ -2,7 +2,9 @@
 
 No I/O, no clocks, no asyncio: the scheduler pushes tickets, asks `pop(lane)` when a lane is
 free and calls `done(lane)` when it finished, so every decision can be tested directly and
-is deterministic.
+is deterministic. How many lanes serve is decided here too: `default_lanes` (how many a
+workspace opens), `most_lanes` and `LaneGrowth` (when a workspace opened with the default
+opens one more, while it serves).
 
 Every policy serves a branch on one lane at a time (its runs share a scratch layer, and its
 requests are answered in the order they were asked); a policy only picks which free branch
@@ -92,6 +94,11 @@ class RequestQueue(Generic[T]):
         return (b for b in self._pending if b not in busy)
 
     # What policies read (the queue's state, never changed by them).
+
+    def waiting_branches(self) -> int:
+        """How many branches have pending requests and no lane serving them (O(lanes))."""
+        busy = set(self._serving.values())
+        return len(self._pending) - sum(1 for branch in busy if branch in self._pending)
 
     def waiting(self, branch: str) -> bool:
         """Whether `branch` has pending requests and no lane serves it."""
@@ -186,3 +193,71 @@ def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None)
         return max(1, min(cores, MAX_LIGHT_LANES))
     fits = MAX_HEAVY_LANES if memory is None else memory // 2 // HEAVY_LANE_MEMORY
     return max(1, min(cores, MAX_HEAVY_LANES, fits))
+
+
+def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) -> int:
+    """The most lanes a workspace opened with the default lanes grows to (`LaneGrowth`).
+
+    Single-file linters: two per core, up to `MAX_LIGHT_LANES`. With one lane per core a lane
+    alternates between the server's lint and this process's work on the answer, so a core
+    idles; a second lane per core fills it (1,000 branches on more-itertools with ruff, 2
+    cores: 60-105 answers/s on 2 fixed lanes, 84-124 growing to 4). Each lane costs an
+    overlay process and a server (~0.6 s of CPU to open, ~13 MB PSS), which is why they open
+    only under load.
+    Cross-file servers keep `default_lanes`: each lane is a whole program's analysis (100 MB
+    to 2 GiB) that takes seconds to index before its first answer, and it checks on one
+    thread, so the cores are already as many lanes as can run.
+    """
+    start = default_lanes(servers, cores, memory)
+    if servers and all(name in SINGLE_FILE_SERVERS for name in servers):
+        return max(start, min(2 * cores, MAX_LIGHT_LANES))
+    return start
+
+
+GROW_AFTER = 16  # dispatches in a row with more branches waiting than lanes before one opens
+
+
+class LaneGrowth:
+    """When a workspace serving on its default lanes opens one more, up to `limit`.
+
+    The rule, counted in dispatches (a lane taking a request), never in time: when
+    `after` dispatches in a row each left more branches waiting (pending requests, no lane
+    serving them) than there are ready lanes, one lane opens; none other opens while it
+    starts, and the count starts again once it joined. So a burst shorter than `after`
+    requests opens nothing, nor do up to twice as many agents as lanes each waiting for its
+    answer (on 2 lanes: 4 such agents keep 2 lanes, 5 open a third, 20 a fourth). A lane that fails
+    to open stops the growth. Lanes never shrink: an idle lane's servers stop after the
+    workspace's `idle_timeout`, which leaves its overlay process (a few MB), and closing the
+    workspace closes every lane.
+    """
+
+    def __init__(self, limit: int, after: int = GROW_AFTER) -> None:
+        if after < 1:
+            raise ArgumentError(f"after={after!r}: give at least 1 dispatch")
+        self.limit = limit
+        self.after = after
+        self.opening = False  # a lane is starting
+        self.grown = 0  # lanes opened so far
+        self._streak = 0
+
+    def dispatched(self, waiting: int, lanes: int) -> bool:
+        """A lane took a request, leaving `waiting` branches waiting for the `lanes` ready
+        lanes: True when one more lane should open now (then call `opened` or `failed`)."""
+        if self.opening or lanes >= self.limit:
+            self._streak = 0
+            return False
+        self._streak = self._streak + 1 if waiting > lanes else 0
+        if self._streak < self.after:
+            return False
+        self._streak, self.opening = 0, True
+        return True
+
+    def opened(self) -> None:
+        """The lane joined the scheduler."""
+        self.opening = False
+        self.grown += 1
+
+    def failed(self) -> None:
+        """The lane could not open: grow no more (each try costs a second of starts)."""
+        self.opening = False
+        self.limit = 0

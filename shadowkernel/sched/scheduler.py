@@ -9,6 +9,11 @@ is why consecutive requests of one branch cost no switch.
 
 Everything here runs on the workspace's one event loop; callers on other threads go through
 `asyncio.run_coroutine_threadsafe` (see workspace.py).
+
+Lanes may grow while serving: given `open_lane` (the workspace's adapter that starts a shadow
+and its servers) and `grow_to`, the scheduler asks the pure `LaneGrowth` at every dispatch
+whether to open one more; the lane opens in a task of its own and joins (gets a worker) only
+once its servers are ready, so the lanes serving meanwhile are never held by its start.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,10 +33,12 @@ from ..lsp.documents import matches
 from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
-from .policy import SINGLE_FILE_SERVERS, Policy, RequestQueue
+from .policy import SINGLE_FILE_SERVERS, LaneGrowth, Policy, RequestQueue
 from .timeline import OUTSIDE, Answer, Event, Kind
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 # Who is asking: set by a face serving an outside client (the MCP server) around its API
 # calls; the context travels with the call into the loop thread, and the event records it.
@@ -66,8 +74,8 @@ class Lane:
         self.key: Hashable = None
         self.switch_seconds = 0.0  # spent in show() during the current request
         self._written: set[RelPath] = set()  # paths written behind the manifest's back (runs)
-        # With several lanes the blocking activate call goes to a thread, so one lane's
-        # switch does not stall another lane's language-server traffic.
+        # With several lanes (or some to come) the blocking activate call goes to a thread, so
+        # one lane's switch does not stall another lane's language-server traffic.
         self._threaded = threaded
         # Servers that read nothing but their open documents (single-file linters): a switch
         # that changes only such documents needs no new manifest on the mount.
@@ -126,7 +134,10 @@ class _Request(Generic[T]):
 
 
 class Scheduler:
-    """Queue requests for `lanes`; `submit` returns the job's result (or raises its error)."""
+    """Queue requests for `lanes`; `submit` returns the job's result (or raises its error).
+
+    `open_lane(index)`: a new ready lane with that index (cleaning up after itself if it fails
+    or is cancelled); with it the lanes grow up to `grow_to` as `LaneGrowth` decides."""
 
     def __init__(
         self,
@@ -134,17 +145,46 @@ class Scheduler:
         policy: Policy = "round-robin",
         batch: int = 8,
         origin: float | None = None,
+        open_lane: Callable[[int], Awaitable[Lane]] | None = None,
+        grow_to: int | None = None,
     ) -> None:
         self.lanes = lanes
         self.queue: RequestQueue[_Request[Any]] = RequestQueue(policy, batch)
         self.events: list[Event] = []
         self.origin = time.perf_counter() if origin is None else origin
-        self._wake = [asyncio.Event() for _ in lanes]
+        self._wake: list[asyncio.Event] = []
         self._workers: list[asyncio.Task[None]] = []
+        self._open_lane = open_lane
+        limit = len(lanes) if open_lane is None or grow_to is None else grow_to
+        self.growth = LaneGrowth(limit)
+        self._opening: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Start one worker per lane (call on the event loop)."""
-        self._workers = [asyncio.create_task(self._work(lane)) for lane in self.lanes]
+        for lane in self.lanes:
+            self._join(lane)
+
+    def _join(self, lane: Lane) -> None:
+        self._wake.append(asyncio.Event())
+        self._workers.append(asyncio.create_task(self._work(lane)))
+
+    def _grow(self) -> None:
+        """Open one more lane beside the serving ones; it joins once its servers are ready."""
+
+        async def open_and_join() -> None:
+            assert self._open_lane is not None
+            try:
+                lane = await self._open_lane(len(self.lanes))
+            except Exception:
+                log.warning("could not open lane %d; serving on %d", len(self.lanes),
+                            len(self.lanes), exc_info=True)  # fmt: skip
+                self.growth.failed()
+                return
+            self.lanes.append(lane)
+            self._join(lane)
+            self.growth.opened()
+
+        self._opening = asyncio.create_task(open_and_join())
 
     def now(self) -> float:
         return time.perf_counter() - self.origin
@@ -168,6 +208,8 @@ class Scheduler:
                 wake.clear()  # no await since pop(): no wakeup can be lost in between
                 await wake.wait()
                 continue
+            if self.growth.dispatched(self.queue.waiting_branches(), len(self.lanes)):
+                self._grow()
             try:
                 await self._serve(lane, ticket.id, ticket.payload)
             finally:
@@ -220,9 +262,12 @@ class Scheduler:
         return adopted
 
     async def close(self) -> None:
-        for task in self._workers:
+        """Stop the workers and a lane still opening (its `open_lane` closes what it began);
+        the lanes' pools and shadows are their owner's to close."""
+        tasks = [*self._workers, *([self._opening] if self._opening else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         while (ticket := self.queue.pop(0)) is not None:
             self.queue.done(0)
             ticket.payload.future.cancel()

@@ -42,7 +42,17 @@ from ..overlay.shadow import Shadow
 from ..overlay.store import DEFAULT_MEMORY_BUDGET, EMPTY, Blob, BlobStore
 from ..paths import Protection, RelPath
 from ..run import capabilities
-from ..sched import Answer, Event, Lane, Policy, Scheduler, Snapshot, Timeline, default_lanes
+from ..sched import (
+    Answer,
+    Event,
+    Lane,
+    Policy,
+    Scheduler,
+    Snapshot,
+    Timeline,
+    default_lanes,
+    most_lanes,
+)
 from ..sched.timeline import events_json as timeline_events_json
 from ..sched.timeline import load_events as load_timeline_events
 from . import arguments, statedir
@@ -107,9 +117,12 @@ class Workspace:
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
-        if lanes is None:  # the machine's cores and the servers decide (sched.default_lanes)
-            lanes = default_lanes(_server_names(servers), len(os.sched_getaffinity(0)),
-                                  _available_memory())  # fmt: skip
+        if lanes is None:  # the machine's cores and the servers decide, and load grows them
+            names, cores, memory = (_server_names(servers), len(os.sched_getaffinity(0)),
+                                    _available_memory())  # fmt: skip
+            lanes, grow_to = default_lanes(names, cores, memory), most_lanes(names, cores, memory)
+        else:
+            grow_to = lanes
         arguments.count("lanes", lanes, 1, "the number of shadows to serve requests")
         if isinstance(servers, str):
             raise ArgumentError(f"servers={servers!r}: give a list of server names, "
@@ -133,6 +146,7 @@ class Workspace:
         self.bridge = LoopThread()
         self.run_queue = RunQueue(max_runs)
         self.origin = time.perf_counter()  # the timeline's zero
+        self._idle_timeout = idle_timeout
         self._shadows: list[Shadow | DetachedShadow] = []
         self._branches: dict[str, Branch] = {}
         self._lock = threading.Lock()
@@ -150,7 +164,7 @@ class Workspace:
             self._open_shadows(mode, lanes)
             if warming is not None:
                 warming.join()  # before any server starts: one thread builds the hooks
-            self._scheduler = self.bridge.call(self._start(policy, batch, idle_timeout))
+            self._scheduler = self.bridge.call(self._start(policy, batch, grow_to))
         except BaseException:
             self.close()
             raise
@@ -181,8 +195,13 @@ class Workspace:
                 self._shadows = []
         self.mode, self.mode_reason = chosen.name, chosen.reason
         if chosen.name == "documents":
-            self._shadows = [DetachedShadow(self.root, store=self.store, skip=USUAL_CACHES)
-                             for _ in range(lanes)]  # fmt: skip
+            self._shadows = [self._new_shadow() for _ in range(lanes)]
+
+    def _new_shadow(self) -> Shadow | DetachedShadow:
+        """One more shadow in the workspace's mode; a FUSE one is started, not yet mounted."""
+        if self.mode == "fuse":
+            return Shadow(self.root, store=self.store, ready=False)
+        return DetachedShadow(self.root, store=self.store, skip=USUAL_CACHES)
 
     def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
         """Detached shadows root servers at the user's folder: their caches go elsewhere."""
@@ -192,19 +211,41 @@ class Workspace:
         env = private_cache_env(shadow.cache_dir)
         return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
 
-    async def _start(self, policy: Policy, batch: int, idle_timeout: float) -> Scheduler:
-        threaded = len(self._shadows) > 1
-        lanes = [
-            Lane(i, shadow, LspPool(shadow.mountpoint, self._servers_for(shadow), idle_timeout,  # type: ignore[arg-type]
-                         project=self.root),
-                 threaded)
-            for i, shadow in enumerate(self._shadows)
-        ]  # fmt: skip
-        scheduler = Scheduler(lanes, policy, batch, origin=self.origin)
+    def _pool(self, shadow: Shadow | DetachedShadow) -> LspPool:
+        return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
+                       project=self.root)  # fmt: skip
+
+    async def _start(self, policy: Policy, batch: int, grow_to: int) -> Scheduler:
+        threaded = max(len(self._shadows), grow_to) > 1
+        lanes = [Lane(i, shadow, self._pool(shadow), threaded)  # type: ignore[arg-type]
+                 for i, shadow in enumerate(self._shadows)]  # fmt: skip
+        scheduler = Scheduler(lanes, policy, batch, origin=self.origin, open_lane=self._open_lane,
+                              grow_to=grow_to)  # fmt: skip
         scheduler.start()
         # The servers start now, beside the caller's first stagings, not in the first answer.
         self._starting = [asyncio.create_task(lane.pool.start()) for lane in lanes]
         return scheduler
+
+    async def _open_lane(self, index: int) -> Lane:
+        """One more lane while the others serve (the scheduler's `LaneGrowth` decides when),
+        returned once its servers are ready. The overlay process is started from the loop's
+        thread (a few ms), which lives as long as the workspace: a process's parent-death
+        signal follows the thread that started it. Its mount is awaited in a thread and its
+        servers start as the pools' always do, so no answer waits for either."""
+        shadow = self._new_shadow()
+        pool: LspPool | None = None
+        try:
+            if isinstance(shadow, Shadow):
+                await _in_thread_to_the_end(shadow.wait_ready)
+            pool = self._pool(shadow)
+            await pool.start()
+        except BaseException:
+            if pool is not None:
+                await pool.close()
+            await _in_thread_to_the_end(shadow.close)
+            raise
+        self._shadows.append(shadow)
+        return Lane(index, shadow, pool, threaded=True)  # type: ignore[arg-type]
 
     @property
     def closed(self) -> bool:
@@ -374,6 +415,8 @@ class Workspace:
         return {
             "mode": self.mode,
             "lanes": len(self._shadows),
+            "lanes_grown": self._scheduler.growth.grown,
+            "most_lanes": max(self._scheduler.growth.limit, len(self._shadows)),
             "queued": len(self._scheduler.queue),
             "runs": len(self.run_queue),
             "branches": len(self._branches),
@@ -394,9 +437,11 @@ class Workspace:
         if scheduler is not None:
             self._attempt("stop the scheduler and servers",
                           lambda: self.bridge.call(self._shutdown(scheduler)))  # fmt: skip
-        self.bridge.stop()
+        # Before the loop's thread ends: the overlays of lanes opened while serving were
+        # started from it, and its end signals them to stop.
         for shadow in self._shadows:
             self._attempt(f"unmount the shadow at {shadow.mountpoint}", shadow.close)
+        self.bridge.stop()
         self.store.close()
         if self.durable is not None:
             self._attempt("close the durable store", self.durable.close)
@@ -432,6 +477,17 @@ class Workspace:
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this Workspace is closed; open a new one")
+
+
+async def _in_thread_to_the_end(call: Any) -> Any:
+    """`call()` in a thread; cancelled, wait for it to end (a thread cannot be stopped), then
+    raise, so what it set up can be closed behind it."""
+    future = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait([future])
+        raise
 
 
 def _available_memory() -> int | None:
