@@ -10,9 +10,10 @@
 each fetched from PyPI (`shadowkernel.evals.pypi`), unpacked under /tmp/shadowkernel-suites
 and mutated with its own pytest suite (`import_time=False`), two libraries at a time; each
 library's suite is written to DIR/<name>.json (`Suite.to_json()`). Every kept task is
-validated while it is made (its hidden set fails on the mutant and passes on the original,
-run as one set), and `build` re-checks 5 tasks per library, evenly spaced through its suite,
-with `Suite.validate()` (a process of its own at the task's start and with its solution).
+validated while it is made (its hidden set, run as one set in the task's order, fails as
+stated on the mutant and passes on the original), and `build` re-checks 5 tasks per library
+(`--validate N`), evenly spaced through its suite, with `Suite.validate()` (a process of its
+own at the task's start and with its solution); `Suite.from_json` reads a written one back.
 With `--scale` each library's quota is scaled down and the time of the whole build is
 extrapolated (baseline once, then the seconds per kept task, shared by the two lanes).
 Besides wall time it reports CPU time: each test process's own (the driver reports it: the
@@ -22,11 +23,8 @@ for byte. `experiment` runs the SIMULATED agent over a six suite in this process
 local Ray cluster (its numbers show the machinery, not a model).
 
 Measured here, 2026-12-02 (docs/suites.md, "1,000 tasks", has the tables): `build` as
-committed made 1,044 tasks in 15 min 48 s on a quiet machine (load 0.6 -> 2.2; 1,612 s of
-CPU, 1,530 of it in the test processes), 34 of 35 re-validated (a jmespath task whose other
-tests fail on the mutant through a class-level cache: generation does not run them there).
-With the earlier 30-s asleep limit: 1,051 tasks in 19 min 53 s quiet, and 34 min 53 s at a
-load of 13.6 -> 5.4 beside other test suites (1,233 s of CPU).
+committed made 1,044 tasks in 15 min 3 s on a quiet machine (load 0.9 -> 0.7; 1,310 s of
+CPU, 1,235 of it in the test processes), 35 of 35 re-validated; BUILDLOADED
 `sleeps` runs each library's own tests once and reports how long they sleep (0.31 s at
 most, load 7), against the limit (30 s then, 4 s now).
 Prints a table, then one JSON object as the last line. Needs FUSE and

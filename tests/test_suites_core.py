@@ -289,11 +289,14 @@ def test_bug_reports_leave_out_addresses_even_where_pytest_cut_them():
               "E   assert <test_dicttoo...x7f91de242110> == <test_dicttoo...x7f91de243310>",
               "E   AssertionError: assert '<object obje...7f0e313a1f50>' == '123'",
               "E   assert 'FilePerms(us...f92b80979d0>)' == \"FilePerms(us...x', other='')\"",
-              "E   assert '<object object at 0x7f...>' == 'x'"]  # fmt: skip
+              "E   assert '<object object at 0x7f...>' == 'x'",
+              "E   AssertionError: Lists differ: [('label', <tests.test_more.ZipBroadcastTe"
+              "[49 chars]90>)] != []"]  # fmt: skip
     cleaned = [clean_report(s, "/co") for s in shapes]
     assert cleaned[0] == "E   assert [(<test_itert...?>), ()] == [(<test_itert...?>)]"
     assert cleaned[3].endswith("== \"FilePerms(us...x', other='')\"")
     assert cleaned[4] == "E   assert '<object object at 0x?...>' == 'x'"
+    assert cleaned[5].endswith("ZipBroadcastTe[...]?>)] != []")  # unittest's cut
     assert not any(__import__("re").search(r"[0-9a-f]{5}>", c) for c in cleaned)
 
     test = ("class Thing:\n    pass\n\n\ndef test_pairs():\n"

@@ -77,10 +77,12 @@ def parse(stdout: str) -> tuple[str | None, str, dict[str, Any]]:
 
 # Durations, and memory addresses: whole ones, and what is left of one where pytest's
 # `saferepr` cuts a long repr in the middle ("<test_itert...fda256ba690>": the head may keep
-# "0x7f" before the "...", the tail the address's last digits before the ">").
+# "0x7f" before the "...", the tail the address's last digits before the ">"), or unittest's
+# diff does ("<tests.test_more.ZipBroadcastTe[49 chars]90>").
 _NOISE = [(re.compile(r" in \d+(\.\d+)?s\b"), ""), (re.compile(r"0x[0-9a-f]{6,}"), "0x?"),
-          (re.compile(r"\b0x[0-9a-f]*(?=\.\.\.)"), "0x?"),
-          (re.compile(r"(?<=\.\.\.)x?[0-9a-f]+(?=>)"), "?")]  # fmt: skip
+          (re.compile(r"\b0x[0-9a-f]*(?=\.\.\.|\[\d+ chars\])"), "0x?"),
+          (re.compile(r"(?<=\.\.\.)x?[0-9a-f]+(?=>)"), "?"),
+          (re.compile(r"(?<=chars\])x?[0-9a-f]+(?=>)"), "?")]  # fmt: skip
 
 
 def normalize(output: str, patterns: list[tuple[re.Pattern[str], str]] = _NOISE) -> str:

@@ -49,10 +49,9 @@ and per kept task two more forks running its set on the mutant and on the origin
 in docs/suites.md).
 
 Caveats: only pytest commands (the ids and the per-test coverage come from pytest), run
-with plugin autoloading off unless `autoload=True`; equivalent
-mutants are weeded out only by "no test fails"; a loop inside C code ignores the CPU budget
-and is stopped by the run's wall-clock `timeout` (a last resort: keep it generous, as its
-outcome depends on the load).
+with plugin autoloading off unless `autoload=True`; equivalent mutants are weeded out only
+by "no test fails"; a loop inside C code ignores the CPU budget and is stopped by the run's
+wall-clock `timeout` (a last resort: keep it generous, as its outcome depends on the load).
 """
 
 from __future__ import annotations
