@@ -291,12 +291,17 @@ def test_bug_reports_leave_out_addresses_even_where_pytest_cut_them():
               "E   assert 'FilePerms(us...f92b80979d0>)' == \"FilePerms(us...x', other='')\"",
               "E   assert '<object object at 0x7f...>' == 'x'",
               "E   AssertionError: Lists differ: [('label', <tests.test_more.ZipBroadcastTe"
-              "[49 chars]90>)] != []"]  # fmt: skip
+              "[49 chars]90>)] != []",
+              "E    +  where False = <function is_uuid at 0x7f0e313a1f50>(UUID('a3a9f839-dd38-"
+              "436d-af4b-595db0bdd21d'))",
+              "E    +  where 25 = len('-72153b5bf01a0867ae2c70db')"]  # fmt: skip
     cleaned = [clean_report(s, "/co") for s in shapes]
     assert cleaned[0] == "E   assert [(<test_itert...?>), ()] == [(<test_itert...?>)]"
     assert cleaned[3].endswith("== \"FilePerms(us...x', other='')\"")
     assert cleaned[4] == "E   assert '<object object at 0x?...>' == 'x'"
     assert cleaned[5].endswith("ZipBroadcastTe[...]?>)] != []")  # unittest's cut
+    assert cleaned[6].endswith("<function is_uuid at 0x?>(UUID('<uuid>'))")  # boltons' uuid4()
+    assert cleaned[7].endswith("len('-<hex>')")  # boltons' GUIDerator: os.urandom and time
     assert not any(__import__("re").search(r"[0-9a-f]{5}>", c) for c in cleaned)
 
     test = ("class Thing:\n    pass\n\n\ndef test_pairs():\n"

@@ -82,11 +82,16 @@ def parse(stdout: str) -> tuple[str | None, str, dict[str, Any]]:
 _NOISE = [(re.compile(r" in \d+(\.\d+)?s\b"), ""), (re.compile(r"0x[0-9a-f]{6,}"), "0x?"),
           (re.compile(r"\b0x[0-9a-f]*(?=\.\.\.|\[\d+ chars\])"), "0x?"),
           (re.compile(r"(?<=\.\.\.)x?[0-9a-f]+(?=>)"), "?"),
-          (re.compile(r"(?<=chars\])x?[0-9a-f]+(?=>)"), "?")]  # fmt: skip
+          (re.compile(r"(?<=chars\])x?[0-9a-f]+(?=>)"), "?"),
+          # values drawn from os.urandom or the clock: boltons' `uuid4()` and its GUIDs
+          (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
+           "<uuid>"),
+          (re.compile(r"\b[0-9a-f]{24,}\b"), "<hex>")]  # fmt: skip
 
 
 def normalize(output: str, patterns: list[tuple[re.Pattern[str], str]] = _NOISE) -> str:
-    """`output` without what differs from run to run: durations and addresses by default."""
+    """`output` without what differs from run to run: durations, addresses, random UUIDs
+    and long hex strings (a hash shows as `<hex>` too) by default."""
     for pattern, repl in patterns:
         output = pattern.sub(repl, output)
     return output
