@@ -25,7 +25,7 @@ local Ray cluster (its numbers show the machinery, not a model).
 Measured here, 2026-12-02 (docs/suites.md, "1,000 tasks", has the tables): `build` as
 committed made 1,044 tasks in 15 min 3 s on a quiet machine (load 0.9 -> 0.7; 1,310 s of
 CPU, 1,235 of it in the test processes), 35 of 35 re-validated; the same build beside other
-work (load 3.8 -> 5.0, no idle time) took 22 min 40 s with 113 of 113 re-validated
+work (4.6 runnable on average, no idle time) took 22 min 40 s with 113 of 113 re-validated
 (`--validate 20`), and gave the same suites but for four statements holding values from
 os.urandom or an address's tail, which reports mask now.
 `sleeps` runs each library's own tests once and reports how long they sleep (0.31 s at
