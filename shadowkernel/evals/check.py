@@ -22,7 +22,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,14 +172,19 @@ def run_ids(branch: Any, task: Any, env: Any, hidden: list[str], visible: list[s
         grade.drop()
 
 
+def hidden_order(pass_to_pass: Sequence[str], fail_to_pass: Sequence[str]) -> list[str]:
+    """The order every check runs a task's hidden tests in (and generation judges them in):
+    the tests that must go on passing first, so what a failing test leaves behind (jmespath's
+    parser cache, filled by a racing thread under a mutant) cannot change their outcome."""
+    return [*pass_to_pass, *fail_to_pass]
+
+
 def check_ids(branch: Any, task: Any, env: Any, with_visible: bool, timeout: float,
               budgets: Mapping[str, float] | None = None) -> CheckResult:  # fmt: skip
     if env is None:
         return CheckResult(False, None, error=f"the suite has no environment for project "
                            f"{task.project!r} (Suite.environments)")  # fmt: skip
-    # The tests that must go on passing run first: what a failing test leaves behind (jmespath's
-    # parser cache, filled by a racing thread under a mutant) cannot change their outcome.
-    hidden = [*task.pass_to_pass, *task.fail_to_pass]
+    hidden = hidden_order(task.pass_to_pass, task.fail_to_pass)
     visible = list(task.visible_tests) if with_visible else []
     result = run_ids(branch, task, env, hidden, visible, timeout, budgets)
     return interpret_ids(result, task, visible)

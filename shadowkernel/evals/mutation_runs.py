@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import ArgumentError
 from . import mutation
-from .check import batch_argv, parse, spec_argv, variables
+from .check import batch_argv, hidden_order, parse, spec_argv, variables
 from .pytest_command import Command
 from .suite import Environment
 
@@ -229,9 +229,8 @@ def reached(mutant: mutation.Mutant, base: Baseline, tests: list[str]) -> list[s
 
 
 def task_order(tests: list[str], failing: list[str]) -> list[str]:
-    """The hidden set in the order `Suite.validate()` runs a task's: `pass_to_pass`, then
-    `fail_to_pass` (see `check.check_ids`)."""
-    return [t for t in tests if t not in failing] + failing
+    """The hidden set in the order `Suite.validate()` runs a task's (`check.hidden_order`)."""
+    return hidden_order([t for t in tests if t not in failing], failing)
 
 
 def decide(run: Outcome, tests: list[str], reach: list[str], max_failing: int,
