@@ -18,11 +18,18 @@ stale one of its own. Lints are asked without quick fixes on both sides. With py
 sides read a `pyrightconfig.json` that skips unannotated functions (`analyzeUnannotatedFunctions:
 false`), fair to both since it is committed in the project. Each side runs in a child process
 (the two never share a process), sides alternate per case; figures: answers/s, answer latency
-p50/p95, the first answer of the slowest branch (from the side's start: worktrees made and
-servers started, or the workspace opened), and peak memory as the sum of PSS over every
-process of the side (the driver, shadowkernel's own process, its overlay and servers; the
-worktrees' servers), sampled each second. Prints a table, then one JSON object as the last
-line. It reports; it never asserts.
+p50, mean and p95, the first answer of the slowest branch (from the side's start: worktrees
+made and servers started, or the workspace opened), the CPU per answer of every process of
+the side while the agents worked, and peak memory as the sum of PSS over every process of
+the side (the driver, shadowkernel's own process, its overlay and servers; the worktrees'
+servers), sampled each second. Prints a table, then one JSON object as the last line. It
+reports; it never asserts.
+
+Every agent asks again as soon as it is answered, so by Little's law the mean latency is
+N / answers/s on either side: the mean ratio is the inverse of the answers/s ratio. The p50
+ratio adds how each side spreads its waits: round-robin lanes give every agent about the
+same wait (mean / p50 near 1), N servers sharing the cores give some agents short waits and
+others long ones (a lower median, a longer p95); the ratios line prints both spreads.
 
 Measured on 2 shared cores (2026-12-02, benchmarks/README.md has the runs): `ruff:1000`, 2,000
 answers, none wrong, 95.7-110.8 answers/s at load 4-5 and 50.8 at load 10 (an answer costs
@@ -45,6 +52,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -174,6 +182,16 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user and system, every thread) of `pid` and its live descendants."""
+    ticks = 0
+    for p in descendants(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{p}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def pss(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/smaps_rollup") as rollup:
@@ -186,7 +204,8 @@ def pss(pid: int) -> int:
 
 
 class Agents:
-    """Per agent: the latency of each answer, when it first answered, and wrong answers."""
+    """Per agent: the latency of each answer, when it first answered, and wrong answers; for
+    the side: the CPU its processes spent while the agents worked."""
 
     def __init__(self, began: float) -> None:
         self.began = began
@@ -194,10 +213,16 @@ class Agents:
         self.first: dict[int, float] = {}
         self.wrong: list[str] = []
         self.agents_began = self.last = began
+        self.cpu = 0.0
 
     def start(self) -> None:
         """The agents start now (the worktrees are made, or the workspace is open)."""
+        self.cpu = -tree_cpu(os.getpid())
         self.agents_began = time.perf_counter()
+
+    def finish(self) -> None:
+        """Every agent is done (before any server stops)."""
+        self.cpu += tree_cpu(os.getpid())
 
     def answered(self, agent: int, step: int, asked: float, messages: list[str]) -> None:
         now = time.perf_counter()
@@ -229,6 +254,7 @@ async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Ag
 
     try:
         await asyncio.gather(*(agent(i) for i in range(n)))
+        agents.finish()
     finally:
         await asyncio.gather(*(pool.close() for pool in pools), return_exceptions=True)
         for i in range(n):
@@ -252,6 +278,7 @@ async def shadow_side(ws: sk.Workspace, n: int, edits: int, agents: Agents) -> d
             agents.answered(i, step, asked, list(table["message"]))
 
     await asyncio.gather(*(agent(i) for i in range(n)))
+    agents.finish()
     return new_column_cost(ws, base, places, n, edits)
 
 
@@ -308,8 +335,10 @@ def run_side(
         "wrong": len(agents.wrong), "wrong_examples": agents.wrong[:3],
         "wall_s": wall, "answers_per_s": answers / wall,
         "p50_ms": percentile(agents.latencies, 0.5) * 1000,
+        "mean_ms": statistics.fmean(agents.latencies) * 1000 if answers else 0.0,
         "p95_ms": percentile(agents.latencies, 0.95) * 1000,
         "first_answer_slowest_s": max(agents.first.values(), default=0.0),
+        "cpu_ms_per_answer": agents.cpu / answers * 1000 if answers else 0.0,
         "peak_pss_mb": peak / 2**20, **extra,
     }  # fmt: skip
 
@@ -335,7 +364,8 @@ def child(
 
 def table(rows: list[dict]) -> str:
     head = (f"{'case':<12}{'side':<12}{'lanes':>6}{'answers':>8}{'ans/s':>8}{'p50 ms':>9}"
-            f"{'p95 ms':>9}{'first s':>9}{'PSS MB':>8}{'wrong':>6}")  # fmt: skip
+            f"{'mean ms':>9}{'p95 ms':>9}{'first s':>9}{'CPU ms':>8}{'PSS MB':>8}"
+            f"{'wrong':>6}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for r in rows:
         if "error" in r:
@@ -345,7 +375,8 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"{r['server'] + ' x' + str(r['branches']):<12}{r['side']:<12}"
             f"{r.get('lanes', r['branches']):>6}{r['answers']:>8}{r['answers_per_s']:>8.1f}"
-            f"{r['p50_ms']:>9.0f}{r['p95_ms']:>9.0f}{r['first_answer_slowest_s']:>9.2f}"
+            f"{r['p50_ms']:>9.0f}{r['mean_ms']:>9.0f}{r['p95_ms']:>9.0f}"
+            f"{r['first_answer_slowest_s']:>9.2f}{r['cpu_ms_per_answer']:>8.1f}"
             f"{r['peak_pss_mb']:>8.0f}{r['wrong']:>6}"
         )
     return "\n".join(lines)
@@ -364,6 +395,11 @@ def ratios(rows: list[dict]) -> list[dict]:
             "case": f"{sk_row['server']}:{sk_row['branches']}",
             "answers_per_s": sk_row["answers_per_s"] / wt["answers_per_s"],
             "p50": sk_row["p50_ms"] / wt["p50_ms"],
+            "mean": sk_row["mean_ms"] / wt["mean_ms"],
+            "cpu_per_answer": sk_row["cpu_ms_per_answer"] / wt["cpu_ms_per_answer"],
+            # How far each side's median lies below its mean (1.0: every agent waits alike).
+            "spread_sk": sk_row["mean_ms"] / sk_row["p50_ms"],
+            "spread_wt": wt["mean_ms"] / wt["p50_ms"],
             "first_answer_speedup": wt["first_answer_slowest_s"] / sk_row["first_answer_slowest_s"],
             "pss": sk_row["peak_pss_mb"] / wt["peak_pss_mb"],
         })  # fmt: skip
@@ -420,8 +456,10 @@ def main() -> None:
     found = ratios(rows)
     for r in found:
         print(
-            f"{r['case']}: answers/s {r['answers_per_s']:.2f}x, p50 {r['p50']:.2f}x, first "
-            f"answer {r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees"
+            f"{r['case']}: answers/s {r['answers_per_s']:.2f}x, p50 {r['p50']:.2f}x, mean "
+            f"{r['mean']:.2f}x, CPU per answer {r['cpu_per_answer']:.2f}x, first answer "
+            f"{r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees; "
+            f"mean / p50 {r['spread_sk']:.2f} here, {r['spread_wt']:.2f} there"
         )
     for r in (r for r in rows if "own_pss_per_branch_kb" in r):
         print(

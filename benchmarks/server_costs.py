@@ -1,0 +1,107 @@
+"""What one language server costs on a real project, and the first-answer ratio those costs
+allow between a server per agent and a few shared lanes.
+
+On the project of `worktrees.py` (more-itertools 11.2.1 from PyPI by default, with its
+`pyrightconfig.json`), for each server, in the plain folder (no shadow): the first answer of a
+fresh server (its start, its first indexing and the check of `more_itertools/more.py`), then
+`--checks` answers after an edit (one agent's line inserted, as in `worktrees.py`), each as
+wall time and as CPU of the server's processes.
+
+Why: with N agents asking at once on a machine whose cores are all busy, the slowest first
+answer is about the CPU all first answers need over the cores. A server per agent pays N first
+answers: N x first. Shared lanes pay L first answers (one per lane, one of them the base's) and
+a re-check for each of the N branches: L x first + N x recheck. The ratio of the two is the
+most L lanes can gain on the first answer there, whatever they do around the servers;
+`worktrees.py` measures what it does gain.
+
+    .venv/bin/python benchmarks/server_costs.py [--servers ruff,pyright] [--checks 20]
+        [--branches 5,20] [--lanes 2] [--project NAME==VERSION]
+
+Prints a table, then one JSON object as the last line. It reports; it never asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from worktrees import FILE, PROJECT, edited, prepare, server_spec, spots, tree_cpu
+
+from shadowkernel.lsp import LspPool, available_servers
+
+
+async def costs(root: Path, server: str, checks: int) -> dict:
+    """The first answer and `checks` answers after an edit, wall and server CPU seconds."""
+    base = (root / FILE).read_text()
+    places = spots(base)
+    pool = LspPool(root, [server_spec(server)])
+    try:
+        cpu, began = tree_cpu(os.getpid()), time.perf_counter()
+        own = time.process_time()
+        await pool.sync({FILE: base}, [])
+        await pool.lint([FILE], fixes=False)
+        first = (time.perf_counter() - began,
+                 tree_cpu(os.getpid()) - cpu - (time.process_time() - own))  # fmt: skip
+        walls, cpus = [], []
+        for step in range(checks):
+            cpu, began, own = tree_cpu(os.getpid()), time.perf_counter(), time.process_time()
+            await pool.sync({FILE: edited(base, places, step % 7, step)}, [])
+            await pool.lint([FILE], fixes=False)
+            walls.append(time.perf_counter() - began)
+            cpus.append(tree_cpu(os.getpid()) - cpu - (time.process_time() - own))
+    finally:
+        await pool.close()
+    return {"server": server, "first_s": first[0], "first_cpu_s": first[1],
+            "recheck_s": statistics.median(walls), "recheck_cpu_s": statistics.fmean(cpus),
+            "checks": checks}  # fmt: skip
+
+
+def bound(row: dict, branches: int, lanes: int) -> float:
+    """The first-answer ratio (server per agent / shared lanes) the CPU allows."""
+    servers = branches * row["first_cpu_s"]
+    shared = lanes * row["first_cpu_s"] + branches * row["recheck_cpu_s"]
+    return servers / shared if shared else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--project", default=PROJECT, help="NAME==VERSION of a PyPI sdist")
+    parser.add_argument("--servers", default="ruff,pyright")
+    parser.add_argument("--checks", type=int, default=20, help="answers after an edit")
+    parser.add_argument("--branches", default="5,20", help="N for the bound, comma-separated")
+    parser.add_argument("--lanes", type=int, default=2, help="shared lanes for the bound")
+    args = parser.parse_args()
+    installed, rows = available_servers(), []
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="sk-server-costs-") as tmp:
+        root = prepare(args.project, Path(tmp))
+        for server in args.servers.split(","):
+            if installed.get(server):
+                rows.append(asyncio.run(costs(root, server, args.checks)))
+    branches = [int(n) for n in args.branches.split(",")]
+    for row in rows:
+        row["bounds"] = {str(n): bound(row, n, args.lanes) for n in branches}
+    print(
+        f"{args.project}, {FILE}; {args.checks} answers after an edit; load average "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
+    )
+    head = (f"{'server':<10}{'first s':>9}{'first CPU s':>13}{'recheck s':>11}"
+            f"{'recheck CPU s':>15}  first-answer bound, {args.lanes} lanes")  # fmt: skip
+    print(head, "-" * len(head), sep="\n")
+    for r in rows:
+        shown = ", ".join(f"{n}: {b:.1f}x" for n, b in r["bounds"].items())
+        print(f"{r['server']:<10}{r['first_s']:>9.2f}{r['first_cpu_s']:>13.2f}"
+              f"{r['recheck_s']:>11.3f}{r['recheck_cpu_s']:>15.3f}  {shown}")  # fmt: skip
+    print(json.dumps({"benchmark": "server_costs", "project": args.project, "file": FILE,
+                      "lanes": args.lanes, "load_before": load_before,
+                      "load_after": os.getloadavg()[0], "servers": rows}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
