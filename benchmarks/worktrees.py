@@ -31,10 +31,10 @@ ratio adds how each side spreads its waits: round-robin lanes give every agent a
 same wait (mean / p50 near 1), N servers sharing the cores give some agents short waits and
 others long ones (a lower median, a longer p95); the ratios line prints both spreads.
 
-Measured on 2 shared cores (2026-12-02, benchmarks/README.md has the runs): `ruff:1000`, 2,000
-answers, none wrong, 95.7-110.8 answers/s at load 4-5 and 50.8 at load 10 (an answer costs
-about 14-16 ms of CPU in all, ruff's lint 8-9 of it), 473-558 KB of shadowkernel's own PSS per
-branch (its two versions of more.py are 350 KB of that).
+Measured on 2 cores (2026-12-02, benchmarks/README.md has the runs): `ruff:1000`, 2,000
+answers, none wrong, 219.7-284.9 answers/s with nothing else running (6.3-7.6 ms of CPU per
+answer in all) and 83.5-123.5 at load 4-5 beside other test suites; 463-558 KB of
+shadowkernel's own PSS per branch (its two versions of more.py are 350 KB of that).
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
