@@ -12,7 +12,7 @@ answer is about the CPU all first answers need over the cores. A server per agen
 answers: N x first. Shared lanes pay L first answers (one per lane, one of them the base's) and
 a re-check for each of the N branches: L x first + N x recheck. The ratio of the two is the
 most L lanes can gain on the first answer there, whatever they do around the servers;
-`worktrees.py` measures what it does gain.
+`worktrees.py` measures what they do gain.
 
     .venv/bin/python benchmarks/server_costs.py [--servers ruff,pyright] [--checks 20]
         [--branches 5,20] [--lanes 2] [--project NAME==VERSION]
