@@ -20,7 +20,9 @@ false`), fair to both since it is committed in the project. Each side runs in a 
 (the two never share a process), sides alternate per case; figures: answers/s, answer latency
 p50, mean and p95, the first answer of the slowest branch (from the side's start: worktrees
 made and servers started, or the workspace opened), the CPU per answer of every process of
-the side while the agents worked, and peak memory as the sum of PSS over every process of
+the side while the agents worked (the worktrees' servers start at their first request, within
+that span; shadowkernel's start as the workspace opens, before it, and the lanes it opens
+while serving within it), and peak memory as the sum of PSS over every process of
 the side (the driver, shadowkernel's own process, its overlay and servers; the worktrees'
 servers), sampled each second. Prints a table, then one JSON object as the last line. It
 reports; it never asserts.
