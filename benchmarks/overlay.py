@@ -40,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout, installed or not
 
+from _proc import cpu_seconds  # noqa: E402
 from _workspace import BENCH_ROOT, SCRATCH_PREFIX, Workspace, ensure, remove_scratch  # noqa: E402
 
 from shadowkernel.overlay.shadow import Shadow  # noqa: E402
@@ -351,18 +352,6 @@ def measure(workload: Workload, views: list[View], samples: dict, server_cpu: di
                 server_cpu.setdefault(workload.key, {}).setdefault(view.name, []).append(
                     after - cpu
                 )
-
-
-def cpu_seconds(pid: int | None) -> float | None:
-    """User plus system CPU time of a process so far (clock-tick resolution)."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- the shadow only: switching and memory ---------------------------------------------------

@@ -42,24 +42,28 @@ async def costs(root: Path, server: str, checks: int) -> dict:
     places = spots(base)
     pool = LspPool(root, [server_spec(server)])
     try:
-        cpu, began = tree_cpu(os.getpid()), time.perf_counter()
-        own = time.process_time()
+        cpu, began = server_cpu(), time.perf_counter()
         await pool.sync({FILE: base}, [])
         await pool.lint([FILE], fixes=False)
-        first = (time.perf_counter() - began,
-                 tree_cpu(os.getpid()) - cpu - (time.process_time() - own))  # fmt: skip
+        first = (time.perf_counter() - began, server_cpu() - cpu)
         walls, cpus = [], []
         for step in range(checks):
-            cpu, began, own = tree_cpu(os.getpid()), time.perf_counter(), time.process_time()
+            cpu, began = server_cpu(), time.perf_counter()
             await pool.sync({FILE: edited(base, places, step % 7, step)}, [])
             await pool.lint([FILE], fixes=False)
             walls.append(time.perf_counter() - began)
-            cpus.append(tree_cpu(os.getpid()) - cpu - (time.process_time() - own))
+            cpus.append(server_cpu() - cpu)
     finally:
         await pool.close()
     return {"server": server, "first_s": first[0], "first_cpu_s": first[1],
             "recheck_s": statistics.median(walls), "recheck_cpu_s": statistics.fmean(cpus),
             "checks": checks}  # fmt: skip
+
+
+def server_cpu() -> float:
+    """CPU seconds so far of this process's children (the server's processes): the whole
+    tree's less this process's own."""
+    return tree_cpu(os.getpid()) - time.process_time()
 
 
 def bound(row: dict, branches: int, lanes: int) -> float:

@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from _proc import cpu_seconds
 
 import shadowkernel as sk
 from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
@@ -186,12 +187,7 @@ def descendants(pid: int) -> list[int]:
 
 def tree_cpu(pid: int) -> float:
     """CPU seconds (user and system, every thread) of `pid` and its live descendants."""
-    ticks = 0
-    for p in descendants(pid):
-        with contextlib.suppress(OSError), open(f"/proc/{p}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_seconds(p) or 0.0 for p in descendants(pid))
 
 
 def pss(pid: int) -> int:
