@@ -280,6 +280,12 @@ def test_lint_table_without_flags_and_empty() -> None:
     assert table.new.isna().all()
     empty = lint_table([])
     assert tuple(empty.columns) == COLUMNS and len(empty) == 0
+    # a clean file's table keeps the object columns an empty table always had
+    flagged = lint_table([], "agent-a", 3, [])
+    for table_ in (empty, flagged):
+        dtypes = {str(table_[c].dtype) for c in ("branch", "version", "path", "message")}
+        assert dtypes == {"object"}
+    assert flagged[flagged["new"].fillna(True)].empty
     with pytest.raises(ValueError, match="new_flags"):
         lint_table([lint("a.py", 1)], new_flags=[])
     assert isinstance(table, pd.DataFrame)
