@@ -17,15 +17,17 @@ Each answer is checked: it holds its own branch's current error, no other branch
 stale one of its own. Lints are asked without quick fixes on both sides. With pyright both
 sides read a `pyrightconfig.json` that skips unannotated functions (`analyzeUnannotatedFunctions:
 false`), fair to both since it is committed in the project. Each side runs in a child process
-(the two never share a process), sides alternate per case; figures: answers/s, answer latency
+(the two never share a process), sides alternate per case; figures: answers/s (over the
+agents' whole span, and `steady`: once every agent had its first answer, so without the
+worktrees' server starts, which fall inside that span), answer latency
 p50, mean and p95, the first answer of the slowest branch (from the side's start: worktrees
 made and servers started, or the workspace opened), the CPU per answer of every process of
 the side while the agents worked (the worktrees' servers start at their first request, within
 that span; shadowkernel's start as the workspace opens, before it, and the lanes it opens
 while serving within it), and peak memory as the sum of PSS over every process of
 the side (the driver, shadowkernel's own process, its overlay and servers; the worktrees'
-servers), sampled each second. Prints a table, then one JSON object as the last line. It
-reports; it never asserts.
+servers), sampled each second and once more as the agents finish. Prints a table, then one
+JSON object as the last line. It reports; it never asserts.
 
 Every agent asks again as soon as it is answered, so by Little's law the mean latency is
 N / answers/s on either side: the mean ratio is the inverse of the answers/s ratio. The p50
@@ -37,6 +39,10 @@ Measured on 2 cores (2026-12-02, benchmarks/README.md has the runs): `ruff:1000`
 answers, none wrong, 219.7-284.9 answers/s with nothing else running (6.3-7.6 ms of CPU per
 answer in all) and 83.5-123.5 at load 4-5 beside other test suites; 463-558 KB of
 shadowkernel's own PSS per branch (its two versions of more.py are 350 KB of that).
+With ruff in steady state (`--edits 20`, three runs) shadowkernel reaches only 0.76-1.04x
+the worktrees' answers/s at 5 / 20 / 50 branches, at 1.17-1.42x their CPU per answer (its
+process spends about 2.7 ms of Python per answer, the worktrees' client 1.6 ms; ruff 4 ms on
+both).
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
@@ -154,10 +160,13 @@ class Memory:
 
     def _sample(self, every: float) -> None:
         while not self._stop.wait(every):
-            self.peak = max(self.peak, tree_pss(os.getpid()))
+            self.take()
+
+    def take(self) -> None:
+        self.peak = max(self.peak, tree_pss(os.getpid()))
 
     def stop(self) -> int:
-        self.peak = max(self.peak, tree_pss(os.getpid()))
+        self.take()
         self._stop.set()
         return self.peak
 
@@ -205,9 +214,11 @@ class Agents:
     """Per agent: the latency of each answer, when it first answered, and wrong answers; for
     the side: the CPU its processes spent while the agents worked."""
 
-    def __init__(self, began: float) -> None:
+    def __init__(self, began: float, memory: Memory | None = None) -> None:
         self.began = began
+        self.memory = memory  # sampled once more when the agents finish
         self.latencies: list[float] = []
+        self.times: list[float] = []  # when each answer came
         self.first: dict[int, float] = {}
         self.wrong: list[str] = []
         self.agents_began = self.last = began
@@ -219,12 +230,23 @@ class Agents:
         self.agents_began = time.perf_counter()
 
     def finish(self) -> None:
-        """Every agent is done (before any server stops)."""
+        """Every agent is done (before any server stops: a side shorter than the memory
+        sampler's second still has its servers' memory counted)."""
         self.cpu += tree_cpu(os.getpid())
+        if self.memory is not None:
+            self.memory.take()
+
+    def steady_rate(self) -> float:
+        """Answers/s once every agent had its first answer: each side's starts left out (the
+        worktrees' servers start at their agent's first request, inside the agents' span)."""
+        since = self.began + max(self.first.values(), default=0.0)
+        later = sum(1 for t in self.times if t > since)
+        return later / (self.last - since) if later else 0.0
 
     def answered(self, agent: int, step: int, asked: float, messages: list[str]) -> None:
         now = time.perf_counter()
         self.latencies.append(now - asked)
+        self.times.append(now)
         self.first.setdefault(agent, now - self.began)
         self.last = now
         if why := wrong(messages, agent, step):
@@ -309,7 +331,7 @@ def run_side(
     """One side of one case, in this process (the child)."""
     memory = Memory()
     began = time.perf_counter()
-    agents = Agents(began)
+    agents = Agents(began, memory)
     extra: dict[str, Any] = {}
     if side == "worktrees":
         asyncio.run(worktrees_side(root, server, n, edits, agents))
@@ -331,7 +353,7 @@ def run_side(
     return {
         "side": side, "server": server, "branches": n, "edits": edits, "answers": answers,
         "wrong": len(agents.wrong), "wrong_examples": agents.wrong[:3],
-        "wall_s": wall, "answers_per_s": answers / wall,
+        "wall_s": wall, "answers_per_s": answers / wall, "steady_per_s": agents.steady_rate(),
         "p50_ms": percentile(agents.latencies, 0.5) * 1000,
         "mean_ms": statistics.fmean(agents.latencies) * 1000 if answers else 0.0,
         "p95_ms": percentile(agents.latencies, 0.95) * 1000,
@@ -361,7 +383,8 @@ def child(
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'case':<12}{'side':<12}{'lanes':>6}{'answers':>8}{'ans/s':>8}{'p50 ms':>9}"
+    head = (f"{'case':<12}{'side':<12}{'lanes':>6}{'answers':>8}{'ans/s':>8}{'steady':>8}"
+            f"{'p50 ms':>9}"
             f"{'mean ms':>9}{'p95 ms':>9}{'first s':>9}{'CPU ms':>8}{'PSS MB':>8}"
             f"{'wrong':>6}")  # fmt: skip
     lines = [head, "-" * len(head)]
@@ -373,6 +396,7 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"{r['server'] + ' x' + str(r['branches']):<12}{r['side']:<12}"
             f"{r.get('lanes', r['branches']):>6}{r['answers']:>8}{r['answers_per_s']:>8.1f}"
+            f"{r['steady_per_s']:>8.1f}"
             f"{r['p50_ms']:>9.0f}{r['mean_ms']:>9.0f}{r['p95_ms']:>9.0f}"
             f"{r['first_answer_slowest_s']:>9.2f}{r['cpu_ms_per_answer']:>8.1f}"
             f"{r['peak_pss_mb']:>8.0f}{r['wrong']:>6}"
@@ -392,6 +416,7 @@ def ratios(rows: list[dict]) -> list[dict]:
         out.append({
             "case": f"{sk_row['server']}:{sk_row['branches']}",
             "answers_per_s": sk_row["answers_per_s"] / wt["answers_per_s"],
+            "steady": sk_row["steady_per_s"] / wt["steady_per_s"] if wt["steady_per_s"] else 0.0,
             "p50": sk_row["p50_ms"] / wt["p50_ms"],
             "mean": sk_row["mean_ms"] / wt["mean_ms"],
             "cpu_per_answer": sk_row["cpu_ms_per_answer"] / wt["cpu_ms_per_answer"],
@@ -454,7 +479,8 @@ def main() -> None:
     found = ratios(rows)
     for r in found:
         print(
-            f"{r['case']}: answers/s {r['answers_per_s']:.2f}x, p50 {r['p50']:.2f}x, mean "
+            f"{r['case']}: answers/s {r['answers_per_s']:.2f}x ({r['steady']:.2f}x once every "
+            f"agent had its first answer), p50 {r['p50']:.2f}x, mean "
             f"{r['mean']:.2f}x, CPU per answer {r['cpu_per_answer']:.2f}x, first answer "
             f"{r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees; "
             f"mean / p50 {r['spread_sk']:.2f} here, {r['spread_wt']:.2f} there"
