@@ -98,6 +98,8 @@ def child_argv(variant: str, tmp: Path, command: list[str]) -> list[str]:
              "--bind", str(tmp), "/tmp", "--die-with-parent"]  # fmt: skip
     if user is not None:  # root: the checkout shown where the child's user can read it
         outer = [*readable_checkout(tmp), *outer, "--ro-bind", str(tmp / VIEW), str(ROOT)]
+        if is_within(str(ROOT), "/tmp"):  # its mount point lies in the child's /tmp (= tmp):
+            enterable(tmp, ROOT.relative_to("/tmp"))  # bwrap would make the folders 0700
     elif is_within(str(ROOT), "/tmp"):
         outer += ["--bind", str(ROOT), str(ROOT)]  # the child's /tmp would hide it
     if variant == "nocap":  # root, /dev/fuse there, but no CAP_SYS_ADMIN to mount anything
@@ -115,6 +117,15 @@ def child_argv(variant: str, tmp: Path, command: list[str]) -> list[str]:
 
 
 VIEW = "checkout"  # in the child's /tmp folder: where the readable view of the checkout goes
+
+
+def enterable(top: Path, relative: Path) -> None:
+    """`top / relative` and the folders between, made where others may enter them."""
+    folder = top
+    for part in relative.parts:
+        folder = folder / part
+        folder.mkdir(exist_ok=True)
+        folder.chmod(0o755)
 
 
 def readable_checkout(tmp: Path) -> list[str]:
