@@ -170,11 +170,15 @@ def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_pa
 )  # fmt: skip
 def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None, mode: str) -> None:
     """Twelve agents lint in a loop, each waiting for its answer: on the default lanes more
-    branches wait than lanes, dispatch after dispatch, so lanes open (one at a time, off the
-    loop) up to the most, and the agents go on until the last one served; `lanes=2` stays 2
-    under 30 rounds of the same load; where no mount can be made, lanes grow too. Every
-    answer holds its own branch's error; closing leaves no overlay process, server or mount
-    behind."""
+    branches wait than lanes, dispatch after dispatch, so a lane opens (off the loop), and the
+    agents go on until it served; `lanes=2` stays 2 under 30 rounds of the same load; where no
+    mount can be made, lanes grow too. Every answer holds its own branch's error; closing
+    leaves no overlay process, server or mount behind.
+
+    Only the first lane grown is awaited, not the most: whether more open depends on where the
+    agents wait. On 3 lanes of 2 busy cores (CI's other test workers) the agents' own thread,
+    writing and reading tables, is as often what they wait for, so the branches waiting for a
+    lane are often no more than the lanes, and one more lane would not answer faster."""
     n, rounds, bound = 12, 30, 180.0
     cores = len(os.sched_getaffinity(0))
     start, most = default_lanes(["ruff"], cores), most_lanes(["ruff"], cores)
@@ -189,8 +193,8 @@ def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None, mo
         def going(step: int) -> bool:
             if lanes is not None:
                 return step < rounds
-            assert time.monotonic() < deadline, f"lane {most - 1} served nothing in {bound} s"
-            return not any(e.lane == most - 1 for e in ws.events())
+            assert time.monotonic() < deadline, f"no lane grew in {bound} s: {ws.statistics()}"
+            return not any(e.lane == start for e in ws.events())
 
         async def agent(i: int) -> list[tuple[int, int, set[tuple[int, int]], bool]]:
             seen, step = [], 0
@@ -211,9 +215,12 @@ def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None, mo
         overlays = [shadow.pid for shadow in ws.shadows]
         servers = [lane["ruff"].pid for lane in statistics["servers"]]
         mountpoints = [shadow.mountpoint for shadow in ws.shadows]
-    expected, grown = (most, most - start) if lanes is None else (lanes, 0)
-    assert (statistics["lanes"], statistics["lanes_grown"]) == (expected, grown)
-    assert {e.lane for e in events} == set(range(expected))  # the timeline shows every lane
+    expected = statistics["lanes"] if lanes is None else lanes
+    assert start < expected <= most if lanes is None else statistics["lanes"] == lanes
+    assert statistics["lanes_grown"] == (expected - start if lanes is None else 0)
+    # The timeline shows every lane, but one that opened as the agents stopped.
+    served = {e.lane for e in events}
+    assert set(range(start + 1 if lanes is None else lanes)) <= served <= set(range(expected))
     assert len(answers) == len(events) and all(e.ok for e in events)
     for i, step, errors, new in answers:
         assert errors == {(i, step)} and new, (i, step, errors, new)
