@@ -40,8 +40,16 @@ def src(tmp_path: Path) -> Path:
 
 
 def stdio(src: Path, *options: str) -> StdioTransport:
+    """A server that ends with its client, as a host's does. FastMCP keeps a stdio server
+    alive after its client by default (until the transport is collected), so the next
+    session's server found the folder's branches still held: once in CI, a loaded machine."""
     return StdioTransport(COMMAND[0], [*COMMAND[1:], str(src), *options],
-                          env={**os.environ, **ENV})  # fmt: skip
+                          env={**os.environ, **ENV}, keep_alive=False)  # fmt: skip
+
+
+def serving(src: Path) -> bool:
+    return any(str(src) in (p.info["cmdline"] or []) and "mcp" in (p.info["cmdline"] or [])
+               for p in psutil.process_iter(["cmdline"]))  # fmt: skip
 
 
 def sleeping(marker: str) -> bool:
@@ -84,6 +92,7 @@ def test_fastmcp_over_stdio_with_progress_and_cancel(src: Path) -> None:
 
     async def session() -> None:
         await a_session(Client(stdio(src)))
+        assert not serving(src)  # its server ended with it: the next one may take the branches
         async with Client(stdio(src)) as client:
             await client.call_tool("create_branch", {"name": "b"})
             with pytest.raises(Exception, match="(?i)tim"):  # noqa: PT011 - fastmcp's own type
