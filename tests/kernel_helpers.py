@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -142,3 +145,18 @@ def alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+RECEIVERS = ["the process", "another thread"]
+
+
+def interrupt(pid: int, receiver: str) -> None:
+    """SIGINT to the process (Linux gives it to a thread of its choice, nearly always the
+    main one), or to one of its other threads, as Linux may choose: the main thread's wait
+    must end either way (Python runs handlers there only)."""
+    if receiver == "the process":
+        os.kill(pid, signal.SIGINT)
+        return
+    other = min(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    if ctypes.CDLL(None, use_errno=True).tgkill(pid, other, signal.SIGINT) != 0:
+        raise OSError(ctypes.get_errno(), f"tgkill({pid}, {other}, SIGINT)")

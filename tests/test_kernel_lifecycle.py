@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 from kernel_helpers import (
+    RECEIVERS,
     Kernel,
     alive,
     copy_sample,
+    interrupt,
     kernel,
     shadow_mounts,
 )
@@ -47,7 +49,8 @@ def _assert_nothing_left(shadow: dict) -> None:
         wait_for(lambda pid=pid: not alive(pid), 20, f"process {pid} to exit")
 
 
-def test_interrupt_kills_the_run_it_started(project: Path) -> None:
+@pytest.mark.parametrize("receiver", RECEIVERS)
+def test_interrupt_kills_the_run_it_started(project: Path, receiver: str) -> None:
     with kernel() as k:
         k.ok(f"%shadow open {project} --servers ruff\n%branch new a")
         # stop_on_error=False: else ipykernel aborts what arrives just after the interrupted
@@ -59,7 +62,10 @@ def test_interrupt_kills_the_run_it_started(project: Path) -> None:
             return [p for p in pids if _cmdline(p) == "sleep\x0097\x00"]
 
         sleeper = wait_for(the_run, 60, "the run's sleep process")[0]
-        k.manager.interrupt_kernel()
+        if receiver == "the process":
+            k.manager.interrupt_kernel()  # as Jupyter does
+        else:
+            interrupt(k.manager.provisioner.pid, receiver)
         reply = k.client.get_shell_msg(timeout=30)
         assert reply["parent_header"]["msg_id"] == msg_id
         assert reply["content"]["status"] == "error"

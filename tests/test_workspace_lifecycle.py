@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from kernel_helpers import RECEIVERS, interrupt
 from overlay_helpers import needs_fuse
 from waiting import wait_for
 
@@ -33,7 +33,10 @@ if sys.argv[2] == "raise":
 def test_an_open_workspace_is_closed_when_the_script_ends(tmp_path: Path, ending: str) -> None:
     (tmp_path / "m.py").write_text("x = 1\n")
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), ending], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", SCRIPT, str(tmp_path), ending],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     mountpoint = done.stdout.strip()
     assert mountpoint, done.stderr
@@ -65,13 +68,14 @@ def _sleepers() -> list[int]:
     return found
 
 
-def test_ctrl_c_in_a_script_kills_the_run_it_was_waiting_for(tmp_path: Path) -> None:
+@pytest.mark.parametrize("receiver", RECEIVERS)
+def test_ctrl_c_in_a_script_kills_the_run_it_was_waiting_for(tmp_path: Path, receiver: str) -> None:
     script = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path)],
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert script.stdout.readline() == "running\n"
         wait_for(_sleepers, 60, "the run to start")
-        script.send_signal(signal.SIGINT)
+        interrupt(script.pid, receiver)
         out, _ = script.communicate(timeout=60)
     finally:
         script.kill()

@@ -1,8 +1,9 @@
 """What a kernel holds: the open workspace, agent threads, and waits that Ctrl-C can cancel.
 
 Every API call a magic makes goes through `Session.call`: the call runs in a helper thread
-and the cell's thread waits for it. An interrupt (SIGINT -> KeyboardInterrupt in the waiting
-thread) therefore returns at once. For runs that is not enough, because the scheduler
+and the cell's thread waits for it (`bridge.wait`, which sees an interrupt even when another
+thread received the signal). An interrupt (SIGINT -> KeyboardInterrupt in the waiting thread)
+therefore returns at once. For runs that is not enough, because the scheduler
 shields a request from callers giving up: `Session.run` tags the run's environment with a
 fresh id, and on interrupt kills every process carrying that id (now, or as soon as it
 starts if the run was still queued). The run then ends like a killed program, with what it
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 from IPython.core.error import UsageError
 
 from ..workspace import Branch, Workspace, open_workspaces
+from ..workspace.bridge import wait
 
 T = TypeVar("T")
 
@@ -131,14 +133,14 @@ class Session:
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """fn(*args, **kwargs) in a helper thread; Ctrl-C stops the wait at once."""
-        return self._pool.submit(fn, *args, **kwargs).result()
+        return wait(self._pool.submit(fn, *args, **kwargs))
 
     def run(self, branch: Branch, command: str, **options: Any) -> Any:
         """branch.run(command, ...) which an interrupt cancels (its processes are killed)."""
         cancel = threading.Event()
         future = self._pool.submit(branch.run, command, cancel=cancel, **options)
         try:
-            return future.result()
+            return wait(future)
         except KeyboardInterrupt:
             cancel.set()
             raise

@@ -11,11 +11,17 @@ lets go: up to the interpreter's switch interval, 5 ms by default, whenever a ca
 computes meanwhile (an agent building its next edit, a lint table). Opening the loop lowers
 the process's switch interval to SWITCH_INTERVAL (never raises it): with 20 agents linting a
 5,644-line file with ruff, a lint's median serve time went from 27-28 ms to 21-24 ms.
+
+A caller's wait wakes every INTERRUPT_POLL seconds (`wait`). Python runs signal handlers in
+the main thread only, and Linux gives a process's SIGINT to any thread not blocking it: when
+another thread took it, a wait without timeout slept on until the call ended, and Ctrl-C did
+nothing while a run went on (seen once in a test, a script left waiting for `sleep 1000`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 import threading
 from collections.abc import Coroutine
@@ -26,6 +32,17 @@ from ..errors import ShadowError
 T = TypeVar("T")
 
 SWITCH_INTERVAL = 0.0005  # seconds a thread may hold the GIL while the loop waits for it
+INTERRUPT_POLL = 0.1  # seconds a waiting caller may take to see an interrupt
+
+
+def wait(future: concurrent.futures.Future[T]) -> T:
+    """`future.result()`, which an interrupt ends even when another thread received it."""
+    while True:
+        try:
+            return future.result(timeout=INTERRUPT_POLL)
+        except concurrent.futures.TimeoutError:
+            if future.done():  # the call's own TimeoutError, or it ended just now
+                return future.result()
 
 
 class LoopThread:
@@ -46,7 +63,7 @@ class LoopThread:
                               "use the *_async methods there")  # fmt: skip
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
-            return future.result()
+            return wait(future)
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt in the caller: stop waiting on our side too
             raise
