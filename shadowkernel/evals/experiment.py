@@ -390,6 +390,7 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
     if not todo:
         return workspace.events() if workspace is not None else []
     from ..workspace import Workspace
+    from ..workspace.bridge import as_completed
 
     # Cells' branches are throwaway (resume= keeps the rows), and Ray's workers each open the
     # suite's projects: in memory, since one process at a time holds a durable state.
@@ -398,7 +399,7 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
     try:
         futures = {pool.submit(run_cell, ws, agent, suite, c, budget, timeout, tape): k
                    for k, c in todo}  # fmt: skip
-        for future in cf.as_completed(futures):
+        for future in as_completed(futures):  # Ctrl-C ends the wait, whichever thread took it
             key = futures[future]
             done[key] = future.result()  # a KeyboardInterrupt in a cell ends the run here
             store.put(key, done[key])

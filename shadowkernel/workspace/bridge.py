@@ -12,10 +12,11 @@ computes meanwhile (an agent building its next edit, a lint table). Opening the 
 the process's switch interval to SWITCH_INTERVAL (never raises it): with 20 agents linting a
 5,644-line file with ruff, a lint's median serve time went from 27-28 ms to 21-24 ms.
 
-A caller's wait wakes every INTERRUPT_POLL seconds (`wait`). Python runs signal handlers in
-the main thread only, and Linux gives a process's SIGINT to any thread not blocking it: when
-another thread took it, a wait without timeout slept on until the call ended, and Ctrl-C did
-nothing while a run went on (seen once in a test, a script left waiting for `sleep 1000`).
+A caller's wait wakes every INTERRUPT_POLL seconds (`wait`, `as_completed`). Python runs
+signal handlers in the main thread only, and Linux gives a process's SIGINT to any thread not
+blocking it: when another thread took it, a wait without timeout slept on until the call
+ended, and Ctrl-C did nothing while a run went on (seen once in a test: a script left waiting
+for `sleep 1000`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import asyncio
 import concurrent.futures
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ..errors import ShadowError
@@ -43,6 +44,16 @@ def wait(future: concurrent.futures.Future[T]) -> T:
         except concurrent.futures.TimeoutError:
             if future.done():  # the call's own TimeoutError, or it ended just now
                 return future.result()
+
+
+def as_completed(
+    futures: Iterable[concurrent.futures.Future[T]],
+) -> Iterator[concurrent.futures.Future[T]]:
+    """`concurrent.futures.as_completed`, which an interrupt ends as `wait` does."""
+    pending = set(futures)
+    while pending:
+        done, pending = concurrent.futures.wait(pending, INTERRUPT_POLL, "FIRST_COMPLETED")
+        yield from done
 
 
 class LoopThread:
