@@ -6,8 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -83,40 +81,6 @@ class Interrupting:
         if len(self.cells) == self.at_cell:
             raise KeyboardInterrupt
         return self.inner(obs)
-
-
-class SignalledInItsThread:
-    """Ctrl-C, as Linux may deliver it, to the first cell's thread rather than the main one;
-    the cell then waits to be released, which the handler does once the main thread ran it."""
-
-    def __init__(self, inner) -> None:
-        self.inner, self.release, self.released = inner, threading.Event(), None
-        self.fingerprint, self.simulated, self.name = inner.fingerprint, True, inner.name
-
-    def __call__(self, obs):
-        if self.released is None:
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-            self.released = self.release.wait(120)  # False: the interrupt waited for the cell
-        return self.inner(obs)
-
-
-def test_ctrl_c_received_by_a_cells_thread_ends_the_experiment(ws):
-    """The main thread waits on the cells; Python runs signal handlers there only, so the
-    wait must wake by itself to see a SIGINT that another thread received."""
-    cell = SignalledInItsThread(agent())
-
-    def handler(signum, frame):
-        cell.release.set()
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            sk.experiment(cell, SUITE, ["none"], seeds=[0], budget=3, workspace=ws,
-                          progress=False, concurrency=1)  # fmt: skip
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert cell.released is True
 
 
 def test_resume_after_an_interrupt(ws, first, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -70,8 +71,11 @@ def _sleepers() -> list[int]:
 
 @pytest.mark.parametrize("receiver", RECEIVERS)
 def test_ctrl_c_in_a_script_kills_the_run_it_was_waiting_for(tmp_path: Path, receiver: str) -> None:
+    # SIGINT's default action, as in a terminal: a test worker may have it ignored (a
+    # background job's), and an ignored signal stays ignored across exec.
     script = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+                              stdout=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         assert script.stdout.readline() == "running\n"
         wait_for(_sleepers, 60, "the run to start")

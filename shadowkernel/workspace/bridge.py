@@ -15,8 +15,8 @@ the process's switch interval to SWITCH_INTERVAL (never raises it): with 20 agen
 A caller's wait wakes every INTERRUPT_POLL seconds (`wait`, `as_completed`). Python runs
 signal handlers in the main thread only, and Linux gives a process's SIGINT to any thread not
 blocking it: when another thread took it, a wait without timeout slept on until the call
-ended, and Ctrl-C did nothing while a run went on (seen once in a test: a script left waiting
-for `sleep 1000`).
+ended. A SIGINT sent to another thread of a script waiting on a run, or of the kernel, did
+nothing until the run ended (`tests/test_bridge.py` and both lifecycle tests send it so).
 """
 
 from __future__ import annotations
