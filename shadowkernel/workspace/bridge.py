@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import queue
 import sys
 import threading
 from collections.abc import Coroutine, Iterable, Iterator
@@ -49,11 +50,22 @@ def wait(future: concurrent.futures.Future[T]) -> T:
 def as_completed(
     futures: Iterable[concurrent.futures.Future[T]],
 ) -> Iterator[concurrent.futures.Future[T]]:
-    """`concurrent.futures.as_completed`, which an interrupt ends as `wait` does."""
-    pending = set(futures)
-    while pending:
-        done, pending = concurrent.futures.wait(pending, INTERRUPT_POLL, "FIRST_COMPLETED")
-        yield from done
+    """`concurrent.futures.as_completed`, in the order they complete (a caller stops at the
+    first that failed and keeps those before it), which an interrupt ends as `wait` does."""
+    finished: queue.SimpleQueue[concurrent.futures.Future[T]] = queue.SimpleQueue()
+    unique = set(futures)
+    for future in unique:
+        future.add_done_callback(finished.put)
+    for _ in unique:
+        yield _next(finished)
+
+
+def _next(finished: queue.SimpleQueue[T]) -> T:
+    while True:
+        try:
+            return finished.get(timeout=INTERRUPT_POLL)
+        except queue.Empty:
+            pass
 
 
 class LoopThread:
