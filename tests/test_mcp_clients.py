@@ -42,7 +42,7 @@ def src(tmp_path: Path) -> Path:
 def stdio(src: Path, *options: str) -> StdioTransport:
     """A server that ends with its client, as a host's does. FastMCP keeps a stdio server
     alive after its client by default (until the transport is collected), so the next
-    session's server found the folder's branches still held: once in CI, a loaded machine."""
+    session's server found the folder's branches still held (once, in a full run of the suite)."""
     return StdioTransport(COMMAND[0], [*COMMAND[1:], str(src), *options],
                           env={**os.environ, **ENV}, keep_alive=False)  # fmt: skip
 
