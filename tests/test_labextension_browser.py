@@ -35,7 +35,14 @@ _missing = labtools.missing_requirements()
 if _missing:
     pytest.skip(_missing, allow_module_level=True)
 
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import (  # noqa: E402
+    Browser,
+    BrowserContext,
+    Locator,
+    Page,
+    expect,
+    sync_playwright,
+)
 
 # Generous bounds for a loaded CI machine; waits end as soon as the condition holds.
 expect.set_options(timeout=20_000)
@@ -147,7 +154,7 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
         ),
     ).first
     bar.scroll_into_view_if_needed()
-    bar.hover()
+    served(bar).hover()
     tooltip = page.get_by_role("tooltip")
     expect(tooltip).to_be_visible()
     expect(tooltip).to_contain_text(lint["outcome"])
@@ -198,10 +205,17 @@ def test_saved_timeline_renders_without_a_kernel(page: Page, lab: labtools.Lab) 
     expect(fit).to_be_disabled()
 
     labtools.set_theme(page, "JupyterLab Dark")
-    bar.hover()
+    served(bar).hover()
     expect(tooltip).to_be_visible()
     labtools.screenshot(figure.locator("xpath=.."), "timeline-dark.png")
     labtools.screenshot(page, "timeline-dark-page.png")
+
+
+def served(bar: Locator) -> Locator:
+    """A bar's served part: the hover target. The bar's centre, where Playwright points, can
+    miss both the thin wait line and the served part (a short lint after a long wait) and
+    fall on the row's band behind them."""
+    return bar.locator(".sk-Timeline-serve")
 
 
 # Kernel-side: wait until the test has seen the previous state (no braces: cells are templates).
@@ -337,7 +351,7 @@ def test_shadowkernel_timeline_follows_agents(page: Page, lab: labtools.Lab) -> 
     assert figure.evaluate("el => el.dataset.testMarker") == "first-render"
 
     bar = page.get_by_role("listitem", name=re.compile(r"^branch beta · version \d+ · lint")).last
-    bar.hover()
+    served(bar).hover()
     expect(page.get_by_role("tooltip")).to_contain_text("branch beta")
     labtools.screenshot(figure.locator("xpath=.."), "timeline-shadowkernel.png")
 
