@@ -150,6 +150,12 @@ def alive(pid: int) -> bool:
 RECEIVERS = ["the process", "another thread"]
 
 
+def default_sigint() -> None:
+    """For `preexec_fn`: SIGINT's default action, as in a terminal. A test worker may have it
+    ignored (a background job's), and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(pid: int, receiver: str) -> None:
     """SIGINT to the process (Linux gives it to a thread of its choice, nearly always the
     main one), or to one of its other threads, as Linux may choose: the main thread's wait

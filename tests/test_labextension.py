@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from browser.lab import _free_port
+from kernel_helpers import default_sigint
 from waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,10 +111,8 @@ def test_lab_command_starts_quiet_without_writing_the_users_config(tmp_path: Pat
     command = [str(Path(sys.executable).with_name("shadowkernel")), "lab",
                f"--port={_free_port()}", f"--notebooks={tmp_path}"]  # fmt: skip
     with log.open("w") as out:
-        # SIGINT's default action, as from a terminal: a worker of the test run may have
-        # inherited it ignored (and an ignored signal stays ignored across exec).
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+                                   preexec_fn=default_sigint)  # fmt: skip
     try:
         url = wait_for(lambda: re.search(r"http://\S+/lab\?token=\w+", log.read_text()), 60,
                        "the URL shadowkernel lab prints").group(0)  # fmt: skip

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from kernel_helpers import RECEIVERS, interrupt
+from kernel_helpers import RECEIVERS, default_sigint, interrupt
 from overlay_helpers import needs_fuse
 from waiting import wait_for
 
@@ -71,11 +70,8 @@ def _sleepers() -> list[int]:
 
 @pytest.mark.parametrize("receiver", RECEIVERS)
 def test_ctrl_c_in_a_script_kills_the_run_it_was_waiting_for(tmp_path: Path, receiver: str) -> None:
-    # SIGINT's default action, as in a terminal: a test worker may have it ignored (a
-    # background job's), and an ignored signal stays ignored across exec.
     script = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True,
-                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+                              stdout=subprocess.PIPE, text=True, preexec_fn=default_sigint)  # fmt: skip
     try:
         assert script.stdout.readline() == "running\n"
         wait_for(_sleepers, 60, "the run to start")

@@ -39,12 +39,7 @@ INTERRUPT_POLL = 0.1  # seconds a waiting caller may take to see an interrupt
 
 def wait(future: concurrent.futures.Future[T]) -> T:
     """`future.result()`, which an interrupt ends even when another thread received it."""
-    while True:
-        try:
-            return future.result(timeout=INTERRUPT_POLL)
-        except concurrent.futures.TimeoutError:
-            if future.done():  # the call's own TimeoutError, or it ended just now
-                return future.result()
+    return next(as_completed([future])).result()
 
 
 def as_completed(
