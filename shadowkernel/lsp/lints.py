@@ -183,7 +183,11 @@ _TEXT_DTYPE = pd.Series(["text"]).dtype
 
 def _text(values: list[object]) -> object:
     array = _objects(values)
-    return pd.array(array, dtype=_TEXT_DTYPE) if isinstance(_TEXT_DTYPE, pd.StringDtype) else array
+    if not isinstance(_TEXT_DTYPE, pd.StringDtype):
+        return array
+    if _TEXT_DTYPE.storage == "python":  # checks the values only: a third of pd.array's cost
+        return pd.arrays.StringArray(array, dtype=_TEXT_DTYPE)
+    return pd.array(array, dtype=_TEXT_DTYPE)
 
 
 def _booleans(flags: list[bool | None], given: bool) -> pd.arrays.BooleanArray:
