@@ -21,12 +21,16 @@ CPU seconds each test took (setup to teardown); "cpu" is the run's own CPU time 
 children it waited for). With "stop" the run ends as soon as its verdict is known: a test
 ran out of its budget, or more than N tests did not pass.
 
-A test's budget is CPU time of this process (`ITIMER_PROF`), not wall time: a test that
-loops is stopped the same way on an idle machine and on a loaded one, so its outcome
-("timeout") does not depend on the load. A loop inside C code that never returns to the
-interpreter is not interrupted by it; the run's wall-clock limit stops that one. The budget
-counts the test's own code, not pytest making its report (see `Recorder`); a test failing on
-a `TimeoutError` of its own waited for the wall clock, and its outcome is "timeout" too.
+A test's budget is CPU time of this process (`time.process_time()`, the clock its duration
+is measured with), not wall time: a test that loops is stopped the same way on an idle
+machine and on a loaded one, so its outcome ("timeout") does not depend on the load. An
+`ITIMER_PROF` timer only wakes the check: the kernel charges it by scheduler ticks, so under
+load it runs ahead of the process's real CPU time, and the test is stopped only once
+`time.process_time()` says the budget is used (see `_over_budget`). A loop inside C code
+that never returns to the interpreter is not interrupted by it; the run's wall-clock limit
+stops that one. The budget counts the test's own code, not pytest making its report (see
+`Recorder`); a test failing on a `TimeoutError` of its own waited for the wall clock, and
+its outcome is "timeout" too.
 
 `--batch FILE` judges many mutants of the project in one process (`mutation_suite`): pytest
 collects the command's tests once, then for each mutant a forked child swaps the mutated
@@ -73,9 +77,14 @@ class BudgetExceeded(BaseException):
     the code under test does not swallow it)."""
 
 
-# Whether the running test's budget ran out, and whether pytest's own work is under way
-# (then nothing is raised: the test's outcome is "timeout" all the same).
-_BUDGET = {"out": False, "paused": False}
+# The running test's budget: its seconds; the `time.process_time()` at which it runs out
+# (each pause moves it by the CPU time the pause took; once BudgetExceeded is raised, a whole
+# budget later), None when the test has none; whether it ran out (the outcome is "timeout");
+# whether BudgetExceeded was raised; while pytest's own work is under way, the
+# `time.process_time()` at which that work began, else None (nothing is raised in it); and
+# whether the timer rang meanwhile (the pause's end arms it again).
+_BUDGET = {"seconds": None, "deadline": None, "out": False, "raised": False, "paused": None,
+           "rang": False}  # fmt: skip
 
 
 class BudgetSwallowed(KeyboardInterrupt):
@@ -84,14 +93,39 @@ class BudgetSwallowed(KeyboardInterrupt):
     unittest let a KeyboardInterrupt through: the run stops, the test's outcome "timeout"."""
 
 
+def _arm():
+    """Wake `_over_budget` once the process is charged what is left of the budget (at least
+    a little: 0 would stop the timer; the kernel adds a tick to any value)."""
+    left = _BUDGET["deadline"] - time.process_time()
+    signal.setitimer(signal.ITIMER_PROF, max(left, 1e-6))
+
+
 def _over_budget(signum, frame):
-    if _BUDGET["paused"]:
-        _BUDGET["out"] = True
-    elif _BUDGET["out"]:
+    # ITIMER_PROF is only the alarm. The kernel charges it by scheduler ticks (CONFIG_TICK_
+    # CPU_ACCOUNTING: a whole tick, 4 ms at HZ=250, to the process running when the tick
+    # comes), so on a loaded machine, where other processes run between ticks, it runs ahead
+    # of the CPU the process used: up to 17% here, a 0.5 s budget firing after 0.41 s of
+    # `time.process_time()`. That clock (the scheduler's exact runtime of all the process's
+    # threads, as the timer counts all of them, without children) measures the test's
+    # duration; it decides.
+    if _BUDGET["deadline"] is None:
+        return  # no test's budget runs (a signal handled late)
+    paused = _BUDGET["paused"]
+    if paused is not None:  # pytest's own work: the test's time stopped when it began
+        _BUDGET["out"] = _BUDGET["out"] or paused >= _BUDGET["deadline"]
+        _BUDGET["rang"] = True
+        return
+    if time.process_time() < _BUDGET["deadline"]:
+        _arm()  # not used up yet: wake again once what is left is charged
+        return
+    _BUDGET["out"] = True
+    if _BUDGET["raised"]:
+        _BUDGET["deadline"] = None  # the run stops: no alarm in pytest's wrap-up
         raise BudgetSwallowed("the test went on after its CPU-time budget ran out")
-    else:
-        _BUDGET["out"] = True
-        raise BudgetExceeded("the test used up its CPU-time budget")
+    _BUDGET["raised"] = True
+    _BUDGET["deadline"] += _BUDGET["seconds"]  # a whole budget more: then BudgetSwallowed
+    _arm()
+    raise BudgetExceeded("the test used up its CPU-time budget")
 
 
 def _hookwrapper(function):
@@ -152,6 +186,7 @@ class Recorder:
         pytest's own code, as in its subtests' bookkeeping): the test whose budget ran out
         has the outcome "timeout", however the run ended. Whether there was one."""
         signal.setitimer(signal.ITIMER_PROF, 0)
+        _BUDGET["deadline"] = None
         if not _BUDGET["out"] or self._current is None:
             return False
         self.outcomes[self._current] = "timeout"
@@ -165,16 +200,26 @@ class Recorder:
 
     @contextlib.contextmanager
     def paused(self, again=True):
-        """The test's CPU budget and time stand still meanwhile."""
-        _BUDGET["paused"] = True
-        (left, every), began = signal.setitimer(signal.ITIMER_PROF, 0), time.process_time()
+        """The test's CPU budget and time stand still meanwhile: the CPU time the pause took
+        moves the budget's deadline and is left out of the test's duration alike. The timer
+        runs on (the handler raises nothing meanwhile): setting it adds a tick (the kernel
+        rounds up) and only ticks landing while it is set count, so stopping and setting it
+        again around each pause (a report per subtest, thousands of them, each window of the
+        test's own code shorter than a tick) would put off the alarm forever."""
+        _BUDGET["paused"] = began = time.process_time()
         try:
             yield
         finally:
-            self._paused += time.process_time() - began
-            _BUDGET["paused"] = False
-            if again and (left > 0 or every > 0):
-                signal.setitimer(signal.ITIMER_PROF, left or every, every)
+            spent = time.process_time() - began
+            self._paused += spent
+            if _BUDGET["deadline"] is not None:
+                _BUDGET["deadline"] += spent  # before the pause ends: a late signal sees it
+            _BUDGET["paused"] = None
+            if not again:  # the test's time is over (teardown's report)
+                signal.setitimer(signal.ITIMER_PROF, 0)
+            elif _BUDGET["rang"] and _BUDGET["deadline"] is not None:
+                _arm()
+            _BUDGET["rang"] = False
 
     def pytest_runtest_logreport(self, report):
         if report.nodeid in self._over:
@@ -216,12 +261,15 @@ class Recorder:
     def pytest_runtest_setup(self, item):
         if self.coverage is not None:
             self.coverage.switch_context(item.nodeid)
-        self._started[item.nodeid] = time.process_time() - self._paused
+        now = time.process_time()  # the test's duration and its budget start together
+        self._started[item.nodeid] = now - self._paused
         random.seed(item.nodeid)  # unseeded test data (more-itertools' `choices`) reproduces
-        _BUDGET["out"], self._current = False, item.nodeid
+        _BUDGET.update(out=False, raised=False, rang=False)
+        self._current = item.nodeid
         seconds = self.budgets.get(item.nodeid, self.budget)
+        _BUDGET["deadline"], _BUDGET["seconds"] = (now + seconds if seconds else None), seconds
         if seconds:
-            signal.setitimer(signal.ITIMER_PROF, seconds, seconds)  # again: BudgetSwallowed
+            _arm()
 
     def pytest_runtest_teardown(self, item, nextitem):
         if self.coverage is not None and nextitem is None:
@@ -229,6 +277,7 @@ class Recorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         signal.setitimer(signal.ITIMER_PROF, 0)
+        _BUDGET["deadline"] = None
         if nodeid in self._started:
             self.durations[nodeid] = time.process_time() - self._paused - self._started.pop(nodeid)
         if self.session is not None and self.enough():
