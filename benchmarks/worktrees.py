@@ -39,10 +39,10 @@ Measured on 2 cores (2026-12-02, benchmarks/README.md has the runs): `ruff:1000`
 answers, none wrong, 219.7-284.9 answers/s with nothing else running (6.3-7.6 ms of CPU per
 answer in all) and 83.5-123.5 at load 4-5 beside other test suites; 463-558 KB of
 shadowkernel's own PSS per branch (its two versions of more.py are 350 KB of that).
-With ruff in steady state (`--edits 20`, three runs) shadowkernel reaches only 0.76-1.04x
-the worktrees' answers/s at 5 / 20 / 50 branches, at 1.17-1.42x their CPU per answer (its
-process spends about 2.7 ms of Python per answer, the worktrees' client 1.6 ms; ruff 4 ms on
-both).
+With ruff in steady state (`--edits 20`) shadowkernel reaches only 0.63-1.04x the
+worktrees' answers/s at 5 / 20 / 50 branches, at 1.17-1.42x their CPU per answer: ruff costs
+the same on both sides, and shadowkernel's own process spends 4.1 ms per answer against the
+worktree client's 2.5 (`answer_costs.py` says where).
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]

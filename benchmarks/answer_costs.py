@@ -1,0 +1,153 @@
+"""Where one lint answer's CPU goes: shadowkernel's own process against the client a worktree
+per agent runs, one answer at a time, on a real project.
+
+`worktrees.py` finds shadowkernel spending more CPU per ruff answer than a worktree and a
+server per agent (1.2-1.3x), which is what keeps its steady answers/s below theirs on busy
+cores. This benchmark takes the concurrency away to say where that CPU goes. On the project of
+`worktrees.py` (more-itertools 11.2.1 by default), `--branches` agents take turns editing
+`more_itertools/more.py` (each edit its own undefined name, as there), one answer at a time,
+with ruff:
+
+- `worktree`: the file written to a copy of the project, then synced to one server and linted
+  through shadowkernel's LSP client (`LspPool`), as each agent of `worktrees.py`'s worktree
+  side does;
+- `shadowkernel`: one workspace with one lane, durable as it opens by default, a branch per
+  agent: `write` then `lint_async` (the `new` column and the lint table included);
+- `shadowkernel, in memory`: the same with `state=None` (no journal, no flusher);
+- `staging only`: `write` alone, durable (what staging a version costs before any lint);
+- `lint table`: `lint_table` of one lint, alone (timeit), the table every answer builds.
+
+Per answer: the CPU of this process (every thread: the agent's, the services loop's, the
+journal's flusher), the CPU of the side's other processes (the server; shadowkernel's overlay),
+and the wall time. Rounds alternate the rows; the table gives each row's median over rounds.
+Prints a table, then one JSON object as the last line. It reports; it never asserts.
+
+    .venv/bin/python benchmarks/answer_costs.py [--answers 300] [--branches 4] [--rounds 3]
+        [--project NAME==VERSION]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import timeit
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from _proc import cpu_seconds
+from worktrees import FILE, PROJECT, edited, prepare, server_spec, spots, tree_cpu
+
+import shadowkernel as sk
+from shadowkernel.lsp import Lint, LspPool, lint_table
+
+WARMUP = 8  # answers before the measured ones: the servers started, the base linted
+
+
+async def measure(answers: int, step: Callable[[int], Awaitable[None]]) -> dict:
+    """Run `step` for WARMUP then `answers` answers; CPU and wall per measured answer (ms)."""
+    for i in range(WARMUP):
+        await step(i)
+    own, others = time.process_time(), tree_cpu(os.getpid()) - (cpu_seconds(os.getpid()) or 0)
+    began = time.perf_counter()
+    for i in range(WARMUP, WARMUP + answers):
+        await step(i)
+    wall = time.perf_counter() - began
+    own = time.process_time() - own
+    others = tree_cpu(os.getpid()) - (cpu_seconds(os.getpid()) or 0) - others
+    return {"own_cpu_ms": own / answers * 1000, "other_cpu_ms": others / answers * 1000,
+            "wall_ms": wall / answers * 1000}  # fmt: skip
+
+
+async def worktree(tree: Path, texts: list[str], answers: int) -> dict:
+    pool = LspPool(tree, [server_spec("ruff")])
+
+    async def step(i: int) -> None:
+        (tree / FILE).write_text(texts[i])
+        await pool.sync({FILE: texts[i]}, [FILE])
+        await pool.lint([FILE], fixes=False)
+
+    try:
+        return await measure(answers, step)
+    finally:
+        await pool.close()
+
+
+def shadowkernel(root: Path, texts: list[str], answers: int, n: int, *, durable: bool,
+                 lint: bool) -> dict:  # fmt: skip
+    state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
+    with sk.Workspace(root, servers=[server_spec("ruff")], lanes=1, state=state) as ws:
+        branches = [ws.branch(f"agent-{i}") for i in range(n)]
+
+        async def step(i: int) -> None:
+            branches[i % n].write(FILE, texts[i])
+            if lint:
+                await branches[i % n].lint_async([FILE], fixes=False)
+
+        return asyncio.run(measure(answers, step))
+
+
+def table_cost() -> dict:
+    lint = Lint(FILE, 10, 4, 10, 12, "error", "F821", "Ruff", "Undefined name `x`")
+    seconds = min(timeit.repeat(lambda: lint_table([lint], "agent-0", 3, [True]),
+                                number=500, repeat=5)) / 500  # fmt: skip
+    return {"own_cpu_ms": seconds * 1000, "other_cpu_ms": 0.0, "wall_ms": seconds * 1000}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--project", default=PROJECT, help="NAME==VERSION of a PyPI sdist")
+    parser.add_argument("--answers", type=int, default=300, help="measured answers per row")
+    parser.add_argument("--branches", type=int, default=4, help="agents taking turns")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, rows alternating")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="sk-answer-costs-") as tmp:
+        root = prepare(args.project, Path(tmp))
+        base = (root / FILE).read_text()
+        places = spots(base)
+        n, count = args.branches, WARMUP + args.answers
+        texts = [edited(base, places, i % n, i // n) for i in range(count)]
+        tree = shutil.copytree(root, root.parent / "worktree", symlinks=True)
+        side = functools.partial(shadowkernel, root, texts, args.answers, n)
+        rows = {
+            "worktree": lambda: asyncio.run(worktree(tree, texts, args.answers)),
+            "shadowkernel": lambda: side(durable=True, lint=True),
+            "shadowkernel, in memory": lambda: side(durable=False, lint=True),
+            "staging only": lambda: side(durable=True, lint=False),
+            "lint table": table_cost,
+        }
+        runs: dict[str, list[dict]] = {name: [] for name in rows}
+        for k in range(args.rounds):
+            for name in list(rows)[:: 1 if k % 2 == 0 else -1]:
+                runs[name].append(rows[name]())
+    found = {name: {key: statistics.median(r[key] for r in results) for key in results[0]}
+             for name, results in runs.items()}  # fmt: skip
+    baseline = found["worktree"]
+    print(f"{args.project}, {FILE} with ruff; {args.branches} agents taking turns, "
+          f"{args.answers} answers per row, median of {args.rounds} rounds; load average "
+          f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+          f"{os.cpu_count()} cores")  # fmt: skip
+    print(f"{'row':<26}{'own CPU ms':>11}{'others ms':>11}{'wall ms':>9}{'own / worktree':>16}")
+    print("-" * 73)
+    for name, r in found.items():
+        print(f"{name:<26}{r['own_cpu_ms']:>11.2f}{r['other_cpu_ms']:>11.2f}{r['wall_ms']:>9.2f}"
+              f"{r['own_cpu_ms'] / baseline['own_cpu_ms']:>15.2f}x")  # fmt: skip
+    extra = found["shadowkernel"]["own_cpu_ms"] - baseline["own_cpu_ms"]
+    print(f"shadowkernel's own process spends {extra:.2f} ms more per answer than the worktree's "
+          f"client; servers and overlay {found['shadowkernel']['other_cpu_ms']:.2f} ms against "
+          f"{baseline['other_cpu_ms']:.2f}")  # fmt: skip
+    print(json.dumps({"benchmark": "answer_costs", "project": args.project, "file": FILE,
+                      "branches": args.branches, "answers": args.answers,
+                      "rounds": args.rounds, "load_before": load_before,
+                      "load_after": os.getloadavg()[0], "rows": found, "runs": runs}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
