@@ -92,12 +92,8 @@ def test_the_driver_stops_a_test_at_its_budget(tmp_path):
         def test_quick():
             assert True
     '''))  # fmt: skip
-    env = sk.evals.Environment(sys.executable)
-    argv = check.spec_argv(env, ["test_spin.py::test_spin", "test_spin.py::test_quick"], [],
-                           budgets={"test_spin.py::test_spin": 0.5}, durations=True)  # fmt: skip
-    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env=check.environment())  # fmt: skip
-    data = check.parse(out.stdout)[2]
+    data = driven(tmp_path, ["test_spin.py::test_spin", "test_spin.py::test_quick"],
+                  {"test_spin.py::test_spin": 0.5}, timeout=300)  # fmt: skip
     assert data["outcomes"] == {"test_spin.py::test_quick": "passed",
                                 "test_spin.py::test_spin": "timeout"}  # fmt: skip
     # Stopped by its budget, not before: the profiling timer is charged by scheduler ticks and
@@ -131,11 +127,7 @@ def test_a_budget_stops_a_test_between_many_reports_and_a_swallowed_one_ends_the
                 pass
     '''))  # fmt: skip
     ids = ["test_loops.py::Many::test_subtests", "test_loops.py::test_swallow"]
-    argv = check.spec_argv(sk.evals.Environment(sys.executable), ids, [],
-                           budgets=dict.fromkeys(ids, 0.3), durations=True)  # fmt: skip
-    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env=check.environment())  # fmt: skip
-    data = check.parse(out.stdout)[2]
+    data = driven(tmp_path, ids, dict.fromkeys(ids, 0.3), timeout=120)
     assert data["outcomes"] == dict.fromkeys(ids, "timeout"), data
     assert data["durations"][ids[0]] >= 0.3 - 1e-9
 
@@ -161,15 +153,20 @@ def test_a_budget_counts_the_tests_code_and_a_timeout_of_its_own_is_a_timeout(tm
             assert left.recv(1) == b"x"  # nobody writes: socket.timeout, a TimeoutError
     '''))  # fmt: skip
     ids = ["test_slow_report.py::test_deep_failure", "test_slow_report.py::test_socket_timeout"]
-    argv = check.spec_argv(sk.evals.Environment(sys.executable), ids, [],
-                           budgets=dict.fromkeys(ids, 0.2), durations=True)  # fmt: skip
-    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env=check.environment())  # fmt: skip
-    data = check.parse(out.stdout)[2]
+    data = driven(tmp_path, ids, dict.fromkeys(ids, 0.2), timeout=300)
     assert data["outcomes"] == dict(zip(ids, ["failed", "timeout"], strict=True)), data
     assert data["cpu"] > 0.2 > data["durations"][ids[0]]  # the report ran, outside the budget
     assert "ValueError: bottom" in data["reports"][ids[0]]
     assert "TimeoutError" in data["reports"][ids[1]]
+
+
+def driven(folder, ids, seconds, timeout):
+    """The driver's result for the tests `ids` of `folder`; `seconds`: CPU budgets by id."""
+    argv = check.spec_argv(sk.evals.Environment(sys.executable), ids, [], budgets=seconds,
+                           durations=True)  # fmt: skip
+    out = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=timeout,
+                         env=check.environment())  # fmt: skip
+    return check.parse(out.stdout)[2]
 
 
 BOTTOM = """\
