@@ -100,6 +100,12 @@ def _arm():
     signal.setitimer(signal.ITIMER_PROF, max(left, 1e-6))
 
 
+def _disarm():
+    """No budget runs from now on: the alarm stopped, and one already on its way ignored."""
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    _BUDGET["deadline"] = None
+
+
 def _over_budget(signum, frame):
     # ITIMER_PROF is only the alarm. The kernel charges it by scheduler ticks (CONFIG_TICK_
     # CPU_ACCOUNTING: a whole tick, 4 ms at HZ=250, to the process running when the tick
@@ -185,8 +191,7 @@ class Recorder:
         """After a run stopped early (BudgetSwallowed, or the budget's raise landed in
         pytest's own code, as in its subtests' bookkeeping): the test whose budget ran out
         has the outcome "timeout", however the run ended. Whether there was one."""
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        _BUDGET["deadline"] = None
+        _disarm()
         if not _BUDGET["out"] or self._current is None:
             return False
         self.outcomes[self._current] = "timeout"
@@ -276,8 +281,7 @@ class Recorder:
             self.coverage.switch_context("")
 
     def pytest_runtest_logfinish(self, nodeid, location):
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        _BUDGET["deadline"] = None
+        _disarm()
         if nodeid in self._started:
             self.durations[nodeid] = time.process_time() - self._paused - self._started.pop(nodeid)
         if self.session is not None and self.enough():
