@@ -9,10 +9,14 @@ released: the main thread must see the interrupt while the helper still waits.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import threading
 
 import pytest
+
+from shadowkernel.workspace.bridge import LoopThread
 
 CHILD = """
 import concurrent.futures, signal, sys, threading, time
@@ -52,3 +56,43 @@ def test_an_interrupt_another_thread_received_ends_the_wait(waiting: str) -> Non
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "interrupted while the helper waited: True\n", done.stdout
+
+
+def test_call_async_hands_back_the_answer_the_error_and_a_cancel() -> None:
+    """From another loop: the coroutine's result, its exception as raised, and cancelling the
+    caller cancels the coroutine on the workspace's loop (an MCP cancel ends a run so)."""
+    bridge = LoopThread()
+    seen: list[str] = []
+
+    async def answer() -> tuple[str, bool]:
+        return "answered", threading.current_thread() is bridge.thread
+
+    async def fail() -> None:
+        raise ValueError("bad input, named")
+
+    async def long() -> None:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append("cancelled on the workspace's loop")
+            raise
+
+    async def caller() -> None:
+        assert await bridge.call_async(answer()) == ("answered", True)
+        with pytest.raises(ValueError, match="bad input, named"):
+            await bridge.call_async(fail())
+        waiting = asyncio.ensure_future(bridge.call_async(long()))
+        await asyncio.sleep(0.2)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.05)
+
+    try:
+        asyncio.run(caller())
+    finally:
+        bridge.stop()
+    assert seen == ["cancelled on the workspace's loop"]
