@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import shadowkernel as sk
 from shadowkernel.evals import pypi
 from shadowkernel.lsp import Lint, available_servers
 from shadowkernel.overlay import mounts
+from shadowkernel.overlay.shadow import Shadow
 from shadowkernel.paths import rel
 from shadowkernel.sched import default_lanes, most_lanes
 from shadowkernel.workspace.baselints import BaseLints
@@ -231,36 +233,35 @@ def test_lanes_grow_under_load_unless_given(library: Path, lanes: int | None, mo
     assert not set(mountpoints) & set(mounts.shadow_mounts())
 
 
-def overlays_of(source: Path) -> dict[int, str]:
-    """Overlay processes serving `source`: pid -> mount point (from their command lines)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().decode().split("\0")
-        except (OSError, ValueError):
-            continue
-        if "shadowkernel.overlay.server" in argv and str(source) in argv and entry.name.isdigit():
-            found[int(entry.name)] = argv[argv.index(str(source)) + 1]
-    return found
-
-
 @needs_fuse
 @needs_ruff
 def test_closing_while_a_lane_opens_leaves_nothing_behind(library: Path) -> None:
-    """Agents load the workspace until a lane starts opening, then it closes at once: the
-    opening lane's overlay (started, maybe not mounted yet) goes with the others."""
+    """Agents load the workspace until a lane starts opening, then it closes while the lane
+    still waits for its overlay's mount: that overlay goes with the others. Every shadow the
+    workspace makes is recorded as it is made (overlays are forks of the zygote, whose
+    command line they show), and the opening one's wait is held until the close begins (a
+    fork mounts in milliseconds: agents would rarely see a lane opening otherwise)."""
     cores = len(os.sched_getaffinity(0))
     if most_lanes(["ruff"], cores) == default_lanes(["ruff"], cores):
         pytest.skip(f"{cores} cores: the default lanes are already the most")
-    source, base, n = Path(os.path.realpath(library)), (library / FILE).read_text(), 12
+    base, n, hold = (library / FILE).read_text(), 12, threading.Event()
     with sk.Workspace(library, servers=["ruff"], state=None) as ws:
+        made, make = list(ws.shadows), ws._new_shadow
+
+        def held() -> Shadow:
+            shadow = make()
+            made.append(shadow)
+            ready = shadow.wait_ready
+            shadow.wait_ready = lambda: hold.wait(60) and ready()  # type: ignore[method-assign]
+            return shadow
+
+        ws._new_shadow = held  # type: ignore[method-assign]
         branches = [ws.branch(f"agent-{i}") for i in range(n)]
-        opening = lambda: ws._scheduler.growth.opening  # noqa: E731
-        deadline = time.monotonic() + 180
+        deadline, joined = time.monotonic() + 180, len(made)
 
         async def agent(i: int) -> None:
             step = 0
-            while not opening():
+            while len(made) == joined:
                 assert time.monotonic() < deadline, "no lane started opening in 180 s"
                 branches[i].write(FILE, with_error(base, i, step))
                 await branches[i].lint_async([FILE], fixes=False)
@@ -270,8 +271,8 @@ def test_closing_while_a_lane_opens_leaves_nothing_behind(library: Path) -> None
             await asyncio.gather(*(agent(i) for i in range(n)))
 
         asyncio.run(all_agents())
-        joined = {shadow.pid for shadow in ws.shadows}
-        wait_for(lambda: set(overlays_of(source)) - joined, 30, "the opening lane's overlay")
-        overlays = overlays_of(source)
-    assert not [pid for pid in overlays if alive(pid)]
+        assert ws._scheduler.growth.opening
+        overlays = {shadow.pid: shadow.mountpoint for shadow in made}
+        hold.set()  # the close begins as the opening lane reads its overlay's hello
+    assert None not in overlays and not [pid for pid in overlays if alive(pid)]
     assert not set(overlays.values()) & set(mounts.shadow_mounts())

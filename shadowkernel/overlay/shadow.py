@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import OverlayError, PathError
 from ..paths import RelPath, is_within
-from . import channel, fastpath, mounts
+from . import channel, fastpath, mounts, zygote
 from .store import (
     DEFAULT_MEMORY_BUDGET,
     EMPTY,
@@ -83,7 +83,7 @@ class Shadow:
         self.manifest: Manifest = EMPTY
         self._lock = threading.Lock()
         self._known: set[str] = set()
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | zygote.Forked | None = None
         self._sock: socket.socket | None = None
         self._closers: list[Callable[[], None]] = []
         try:
@@ -120,17 +120,19 @@ class Shadow:
     def _spawn(self) -> None:
         os.makedirs(self.mountpoint, exist_ok=True)
         parent_end, child_end = socket.socketpair()
-        command = [
-            sys.executable, "-m", "shadowkernel.overlay.server", self.source, self.mountpoint,
-            "--control", str(child_end.fileno()), "--spill", self.store.spill_dir,
-            "--budget", str(self.memory_budget),
-        ]  # fmt: skip
+        arguments = [self.source, self.mountpoint, "--spill", self.store.spill_dir,
+                     "--budget", str(self.memory_budget)]  # fmt: skip
         # The overlay logs to a file: a pipe nobody drains would block it once full.
         self._log = open(os.path.join(self.store.spill_dir, "overlay.log"), "w+b")  # noqa: SIM115
-        self._process = subprocess.Popen(
-            command, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=self._log, start_new_session=True,
-        )  # fmt: skip
+        # A fork of the zygote, which imported the overlay's modules once; else a new process.
+        self._process = zygote.spawn(arguments, child_end.fileno(), self._log.fileno())
+        if self._process is None:
+            command = [sys.executable, "-m", "shadowkernel.overlay.server", *arguments,
+                       "--control", str(child_end.fileno())]  # fmt: skip
+            self._process = subprocess.Popen(
+                command, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
+                stdout=self._log, stderr=self._log, start_new_session=True,
+            )  # fmt: skip
         child_end.close()
         self._sock = parent_end
         self._known = set()
@@ -276,6 +278,8 @@ class Shadow:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 code = self._process.wait(timeout=1)
         how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        if code == zygote.UNKNOWN:
+            how = "its zygote ended first"
         self._stop()
         return OverlayError(
             f"the overlay process for {self.source} died ({how}); the mount was detached and no "

@@ -1,0 +1,107 @@
+"""Overlay processes are forks of one zygote that imported their modules once.
+
+Real mounts, real processes: the forks are the zygote's children and serve their mounts; the
+environment a fork runs in is the kernel's at the fork, not the zygote's at its start; a fork
+killed is reported with its signal and comes back; a zygote killed is replaced at the next
+start, and its fork ends; `SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay
+as a process of its own, the way it was before.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from overlay_helpers import needs_fuse
+from waiting import wait_for
+
+from shadowkernel.errors import OverlayError
+from shadowkernel.overlay import fastpath, zygote
+from shadowkernel.overlay.shadow import Shadow
+from shadowkernel.overlay.store import File
+
+pytestmark = needs_fuse
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[1])
+
+
+def command_of(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_overlays_are_forks_of_one_zygote_and_serve_their_mounts(project: Path) -> None:
+    with Shadow(project) as one, Shadow(project) as two:
+        assert one.pid is not None and two.pid is not None and one.pid != two.pid
+        zygote_pid = parent_of(one.pid)
+        assert parent_of(two.pid) == zygote_pid != os.getpid()
+        assert "shadowkernel.overlay.zygote" in command_of(zygote_pid)
+        assert parent_of(zygote_pid) == os.getpid()
+        two.activate({"pkg/new.py": File(blob=two.store.make(b"only two\n"), mtime_ns=1)})
+        assert (Path(two.mountpoint) / "pkg/new.py").read_text() == "only two\n"
+        assert not (Path(one.mountpoint) / "pkg/new.py").exists()
+        assert sorted(os.listdir(one.mountpoint)) == sorted(os.listdir(project))
+
+
+def test_a_fork_runs_in_the_environment_of_the_moment(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Shadow(project):  # the zygote is running before the variable is set
+        pass
+    monkeypatch.setenv("SHADOWKERNEL_FUSE_OPEN", "1")
+    with Shadow(project) as shadow:
+        assert shadow.fuse_path != fastpath.FAST  # the server read the variable
+        assert b"SHADOWKERNEL_FUSE_OPEN=1" not in Path(
+            f"/proc/{parent_of(shadow.pid or 0)}/environ").read_bytes()  # fmt: skip
+
+
+def test_a_killed_fork_is_reported_and_comes_back(project: Path) -> None:
+    with Shadow(project) as shadow:
+        shadow.activate({"a.py": File(blob=shadow.store.make(b"kept\n"), mtime_ns=1)})
+        first = shadow.pid or 0
+        os.kill(first, signal.SIGKILL)
+        with pytest.raises(OverlayError, match=r"died \(signal 9\)"):
+            shadow.collect()
+        shadow.restart()
+        assert shadow.pid != first
+        assert (Path(shadow.mountpoint) / "a.py").read_text() == "kept\n"
+
+
+def test_a_killed_zygote_is_replaced_and_its_fork_ends(project: Path) -> None:
+    """The fork's status comes from its zygote: with the zygote gone the shadow counts its
+    overlay as dead, restarts it from a new zygote, and the old fork ends as its control
+    channel closes (its parent-death signal may come before it listens for it)."""
+    with Shadow(project) as shadow:
+        fork = shadow.pid or 0
+        old = parent_of(fork)
+        os.kill(old, signal.SIGKILL)
+        wait_for(lambda: not shadow.alive, 10, "the shadow to see its zygote gone")
+        with pytest.raises(OverlayError, match="its zygote ended first.*no branch data was lost"):
+            shadow.collect()
+        shadow.restart()
+        wait_for(lambda: gone(fork), 10, "the old fork to end")
+        assert parent_of(shadow.pid or 0) not in (old, os.getpid())
+        assert sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(project))
+
+
+def test_without_the_zygote_each_overlay_is_our_own_child(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHADOWKERNEL_OVERLAY_FORK", "0")
+    assert zygote.spawn(["unused"], 0, 0) is None
+    with Shadow(project) as shadow:
+        assert parent_of(shadow.pid or 0) == os.getpid()
+        assert "shadowkernel.overlay.server" in command_of(shadow.pid or 0)
+        assert sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(project))
