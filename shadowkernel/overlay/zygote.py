@@ -54,7 +54,7 @@ class Forked:
         self._read(0)
         return self.returncode
 
-    def wait(self, timeout: float | None = None) -> int | None:  # None: not reached
+    def wait(self, timeout: float | None = None) -> int | None:
         if not self._read(timeout):
             raise subprocess.TimeoutExpired(f"overlay {self.pid}", timeout or 0.0)
         return self.returncode
