@@ -3,7 +3,7 @@
 Real mounts, real processes: the forks are the zygote's children and serve their mounts; the
 environment a fork runs in is the kernel's at the fork, not the zygote's at its start; a fork
 killed is reported with its signal and comes back; a zygote killed is replaced at the next
-start, and its fork ends; `SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay
+start, and its fork ends; a forked kernel process starts a zygote of its own; `SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay
 as a process of its own, the way it was before.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,6 +96,36 @@ def test_a_killed_zygote_is_replaced_and_its_fork_ends(project: Path) -> None:
         wait_for(lambda: gone(fork), 10, "the old fork to end")
         assert parent_of(shadow.pid or 0) not in (old, os.getpid())
         assert sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(project))
+
+
+FORKED = """
+import os, sys
+from shadowkernel.overlay.shadow import Shadow
+
+def zygote_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[1])
+
+with Shadow(sys.argv[1]) as ours:
+    child = os.fork()
+    if child == 0:  # as multiprocessing's fork start does, after the parent's zygote started
+        with Shadow(sys.argv[1]) as theirs:
+            served = sorted(os.listdir(theirs.mountpoint)) == sorted(os.listdir(sys.argv[1]))
+            other = zygote_of(theirs.pid) not in (zygote_of(ours.pid), os.getpid())
+        os._exit(0 if served and other else 3)
+    _, status = os.waitpid(child, 0)
+    print(os.waitstatus_to_exitcode(status), sorted(os.listdir(ours.mountpoint)) == sorted(os.listdir(sys.argv[1])))
+"""
+
+
+def test_a_forked_process_starts_its_own_zygote(project: Path) -> None:
+    """A fork of a process whose zygote runs (multiprocessing's default start on Linux) must
+    not talk on its parent's channel: it starts a zygote of its own, and the parent's shadow
+    still serves. In a child process of its own: this test's worker has threads."""
+    done = subprocess.run([sys.executable, "-c", FORKED, str(project)], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True"], done.stderr
 
 
 def test_without_the_zygote_each_overlay_is_our_own_child(

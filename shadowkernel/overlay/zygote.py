@@ -157,6 +157,20 @@ def spawn(argv: list[str], control_fd: int, log_fd: int) -> Forked | None:
     return None
 
 
+def _forget_in_a_fork() -> None:
+    """A fork of this process (multiprocessing's default start) starts a zygote of its own:
+    the channel it inherited is its parent's, and so may be the lock's state."""
+    global _lock, _zygote
+    _lock = threading.Lock()
+    if _zygote is not None:
+        _zygote.sock.close()  # this process's copy: the parent's channel stays open
+        _zygote.process.returncode = 0  # not ours to wait for
+        _zygote = None
+
+
+os.register_at_fork(after_in_child=_forget_in_a_fork)
+
+
 @atexit.register
 def _close() -> None:
     global _zygote
