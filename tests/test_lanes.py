@@ -273,6 +273,6 @@ def test_closing_while_a_lane_opens_leaves_nothing_behind(library: Path) -> None
         asyncio.run(all_agents())
         assert ws._scheduler.growth.opening
         overlays = {shadow.pid: shadow.mountpoint for shadow in made}
-        hold.set()  # the close begins as the opening lane reads its overlay's hello
+        threading.Timer(0.5, hold.set).start()  # released once the close has begun
     assert None not in overlays and not [pid for pid in overlays if alive(pid)]
     assert not set(overlays.values()) & set(mounts.shadow_mounts())
