@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kernel_helpers import alive
 from overlay_helpers import needs_fuse
 from waiting import wait_for
 
@@ -34,14 +35,6 @@ def parent_of(pid: int) -> int:
 
 def command_of(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-
-
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def test_overlays_are_forks_of_one_zygote_and_serve_their_mounts(project: Path) -> None:
@@ -93,7 +86,7 @@ def test_a_killed_zygote_is_replaced_and_its_fork_ends(project: Path) -> None:
         with pytest.raises(OverlayError, match="its zygote ended first.*no branch data was lost"):
             shadow.collect()
         shadow.restart()
-        wait_for(lambda: gone(fork), 10, "the old fork to end")
+        wait_for(lambda: not alive(fork), 10, "the old fork to end")
         assert parent_of(shadow.pid or 0) not in (old, os.getpid())
         assert sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(project))
 

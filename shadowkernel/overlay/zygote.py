@@ -76,18 +76,20 @@ class Forked:
             return False
         data = os.read(self._status_fd, STATUS.size)
         self.returncode = STATUS.unpack(data)[0] if len(data) == STATUS.size else UNKNOWN
-        self._ended = True
-        os.close(self._status_fd)
-        if self._pidfd is not None:
-            os.close(self._pidfd)
+        self._release()
         return True
 
-    def __del__(self) -> None:
+    def _release(self) -> None:
+        """Close the status pipe and the pidfd, once."""
         if not self._ended:
-            with contextlib.suppress(OSError):
-                os.close(self._status_fd)
-                if self._pidfd is not None:
-                    os.close(self._pidfd)
+            self._ended = True
+            os.close(self._status_fd)
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            self._release()
 
 
 class _Zygote:
@@ -110,18 +112,16 @@ class _Zygote:
             request = pickle.dumps((argv, dict(os.environ), os.getcwd()))
             socket.send_fds(self.sock, [request], [control_fd, log_fd, write_end])
             reply, fds, _, _ = socket.recv_fds(self.sock, MESSAGE, 1)
+            if not reply:
+                raise EOFError("the zygote closed its channel")
+            pid = pickle.loads(reply)
+            if isinstance(pid, str):  # the zygote could not fork: it says why
+                raise OSError(pid)
         except BaseException:
             os.close(read_end)
             raise
         finally:
             os.close(write_end)
-        if not reply:
-            os.close(read_end)
-            raise EOFError("the zygote closed its channel")
-        pid = pickle.loads(reply)
-        if isinstance(pid, str):  # the zygote could not fork: it says why
-            os.close(read_end)
-            raise OSError(pid)
         return Forked(pid, read_end, fds[0] if fds else None)
 
     def close(self) -> None:
