@@ -201,7 +201,9 @@ class Recorder:
     @_hookwrapper
     def pytest_assertrepr_compare(self, config, op, left, right):
         with self.paused():
-            yield
+            outcome = yield
+        answers = outcome.get_result()  # each plugin's explanation: a list of lines or None
+        outcome.force_result([a and sorted_set_items(a) for a in answers])
 
     @contextlib.contextmanager
     def paused(self, again=True):
@@ -805,7 +807,74 @@ def fixed_addresses():
     os.execv(sys.executable, argv)
 
 
+def _by_repr(item):
+    try:
+        return (type(item).__name__, repr(item))
+    except Exception:  # a repr that raises sorts by its type alone
+        return (type(item).__name__, "")
+
+
+def stable_set_order():
+    """Print a set whose items do not sort in the order of the items' reprs, the same in every
+    run. Without it a set's order follows the items' hashes, and `None`'s hash (before
+    Python 3.12) and every object's default hash are addresses: where randomization stays on
+    (a container's seccomp refuses `personality`, as Docker's does), the first line of an
+    assert's report, its "Extra items" lists and its full diff came out in a new order each
+    run. reprlib (pytest's `saferepr`) and pprint (pytest's own copy too) fall back to the
+    reprs where their items do not sort; `sorted_set_items` orders the "Extra items" lists."""
+    import pprint
+    import reprlib
+
+    unsorted = reprlib._possibly_sorted
+
+    def possibly_sorted(x):
+        if isinstance(x, (set, frozenset)):
+            try:
+                return sorted(x)
+            except Exception:
+                return sorted(x, key=_by_repr)
+        return unsorted(x)
+
+    class SafeKey(pprint._safe_key):
+        __slots__ = ()
+
+        def __lt__(self, other):
+            try:
+                return self.obj < other.obj
+            except TypeError:
+                return _by_repr(self.obj) < _by_repr(other.obj)
+
+    reprlib._possibly_sorted = possibly_sorted
+    pprint._safe_key = SafeKey
+    try:
+        from _pytest._io import pprint as pytest_pprint  # pytest >= 8 has its own copy
+    except ImportError:
+        return
+    if hasattr(pytest_pprint, "_safe_key"):
+        pytest_pprint._safe_key = SafeKey
+
+
+def sorted_set_items(lines):
+    """An assert's explanation with each "Extra items in the left/right set:" list sorted
+    (pytest lists them in the set's order): a list ends at a blank line or the next header."""
+    out, items = [], None
+    for line in lines:
+        header = line.startswith(("Extra items in the ", "Full diff"))
+        if items is not None and (header or not line.strip()):
+            out.extend(sorted(items))
+            items = None
+        if items is not None:
+            items.append(line)
+            continue
+        out.append(line)
+        if line.startswith("Extra items in the ") and line.endswith(" set:"):
+            items = []
+    out.extend(sorted(items or ()))
+    return out
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] in (["--spec"], ["--batch"]):  # runs whose reports a suite keeps
         fixed_addresses()
+        stable_set_order()
     sys.exit(main(sys.argv[1:]))
