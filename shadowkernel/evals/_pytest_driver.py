@@ -815,8 +815,8 @@ def _by_repr(item):
 
 
 def stable_set_order():
-    """Print a set whose items do not sort in the order of the items' reprs, the same in every
-    run. Without it a set's order follows the items' hashes, and `None`'s hash (before
+    """Print a set whose items do not sort in their reprs' order, the same in every run.
+    Without it a set's order follows the items' hashes, and `None`'s hash (before
     Python 3.12) and every object's default hash are addresses: where randomization stays on
     (a container's seccomp refuses `personality`, as Docker's does), the first line of an
     assert's report, its "Extra items" lists and its full diff came out in a new order each
@@ -825,33 +825,34 @@ def stable_set_order():
     import pprint
     import reprlib
 
-    unsorted = reprlib._possibly_sorted
+    unsorted = getattr(reprlib, "_possibly_sorted", None)  # private: checked, never assumed
+    if unsorted is not None:
 
-    def possibly_sorted(x):
-        if isinstance(x, (set, frozenset)):
-            try:
-                return sorted(x)
-            except Exception:
-                return sorted(x, key=_by_repr)
-        return unsorted(x)
+        def possibly_sorted(x):
+            if isinstance(x, (set, frozenset)):
+                try:
+                    return sorted(x)
+                except Exception:
+                    return sorted(x, key=_by_repr)
+            return unsorted(x)
 
-    class SafeKey(pprint._safe_key):
-        __slots__ = ()
-
-        def __lt__(self, other):
-            try:
-                return self.obj < other.obj
-            except TypeError:
-                return _by_repr(self.obj) < _by_repr(other.obj)
-
-    reprlib._possibly_sorted = possibly_sorted
-    pprint._safe_key = SafeKey
+        reprlib._possibly_sorted = possibly_sorted
     try:
         from _pytest._io import pprint as pytest_pprint  # pytest >= 8 has its own copy
     except ImportError:
-        return
-    if hasattr(pytest_pprint, "_safe_key"):
-        pytest_pprint._safe_key = SafeKey
+        pytest_pprint = None
+    for module in (pprint, pytest_pprint):
+        safe_key = getattr(module, "_safe_key", None)
+        if isinstance(safe_key, type):
+            module._safe_key = type("SafeKey", (safe_key,), {"__slots__": (), "__lt__": _lt})
+
+
+def _lt(self, other):
+    """pprint's `_safe_key.__lt__`, with the reprs where it would compare addresses."""
+    try:
+        return self.obj < other.obj
+    except TypeError:
+        return _by_repr(self.obj) < _by_repr(other.obj)
 
 
 def sorted_set_items(lines):
