@@ -324,20 +324,32 @@ def test_bug_reports_leave_out_addresses_even_where_pytest_cut_them():
     assert clean_report(first, "/co") == clean_report(second, "/co")
 
 
-# Installs a seccomp filter under which personality(2) answers EPERM to anything but a query
-# (Docker's default profile does so to ADDR_NO_RANDOMIZE), then execs argv[1:].
-REFUSE_PERSONALITY = """
+# Loads the seccomp program given in hex as argv[1] (PR_SET_NO_NEW_PRIVS, then
+# PR_SET_SECCOMP with SECCOMP_MODE_FILTER), then execs argv[2:].
+LOAD_FILTER = """
 import ctypes, os, struct, sys
-nr = {"x86_64": 135, "aarch64": 92}[os.uname().machine]
-code = [(0x20, 0, 0, 0), (0x15, 0, 3, nr), (0x20, 0, 0, 16), (0x15, 1, 0, 0xFFFFFFFF),
-        (0x06, 0, 0, 0x00050000 | 1), (0x06, 0, 0, 0x7FFF0000)]
-program = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *c) for c in code))
-fprog = struct.pack("=HxxxxxxQ", len(code), ctypes.addressof(program))
+program = ctypes.create_string_buffer(bytes.fromhex(sys.argv[1]))
+fprog = struct.pack("=HxxxxxxQ", len(program.raw) // 8, ctypes.addressof(program))
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0):
-    sys.exit(f"no seccomp filter: {os.strerror(ctypes.get_errno())}")  # NO_NEW_PRIVS, FILTER
-os.execvp(sys.argv[1], sys.argv[1:])
+    sys.exit(f"no seccomp filter: {os.strerror(ctypes.get_errno())}")
+os.execvp(sys.argv[2], sys.argv[2:])
 """
+
+
+def refusing_personality(machine: str) -> str:
+    """A program (hex) under which personality(2) answers EPERM to anything but a query, as
+    Docker's default profile answers ADDR_NO_RANDOMIZE; built with the sandbox's own BPF."""
+    import errno
+
+    from shadowkernel.run import seccomp as bpf
+
+    number = {"x86_64": 135, "aarch64": 92}[machine]  # asm/unistd_64.h, asm-generic/unistd.h
+    ins = bpf._ins
+    return b"".join([ins(bpf.LD_ABS_W, bpf.OFFSET_NR), ins(bpf.JEQ, number, 0, 3),
+                     ins(bpf.LD_ABS_W, bpf.OFFSET_ARG0), ins(bpf.JEQ, 0xFFFFFFFF, 1, 0),
+                     ins(bpf.RET, bpf.RET_ERRNO | errno.EPERM),
+                     ins(bpf.RET, bpf.RET_ALLOW)]).hex()  # fmt: skip
 
 
 @pytest.mark.parametrize("randomization", ["as the machine allows", "refused"])
@@ -365,9 +377,10 @@ def test_reports_print_a_set_holding_none_alike_in_every_run(tmp_path, randomiza
                        "options": ["-p", "no:cacheprovider"]})  # fmt: skip
     command = [sys.executable, DRIVER, "--spec", spec]
     if randomization == "refused":
-        command = [sys.executable, "-c", REFUSE_PERSONALITY, *command]
-        probe = subprocess.run([sys.executable, "-c", REFUSE_PERSONALITY, "setarch", "-R", "true"],
-                               capture_output=True, text=True)  # fmt: skip
+        refused = [sys.executable, "-c", LOAD_FILTER, refusing_personality(os.uname().machine)]
+        command = [*refused, *command]
+        probe = subprocess.run([*refused, "setarch", "-R", "true"], capture_output=True,
+                               text=True)  # fmt: skip
         if probe.stderr.startswith("no seccomp filter"):
             pytest.skip(f"this machine lets no process load a seccomp filter ({probe.stderr})")
         assert probe.returncode != 0, probe.stderr  # really refused: setarch -R failed
