@@ -280,3 +280,21 @@ def _records(state: Path) -> list[tuple[str, dict]]:
     with sqlite3.connect(state / "record.sqlite") as db:
         rows = db.execute("SELECT kind, body FROM records ORDER BY seq").fetchall()
     return [(kind, json.loads(body)) for kind, body in rows]
+
+
+def test_a_history_past_the_memory_budget_comes_back_whole(tmp_path: Path) -> None:
+    """With no memory budget every superseded version's bytes live in spill files only; they
+    still read back as staged, before and after a restore (which replays the versions)."""
+    project = pypi.unpack("more-itertools", "11.2.1", tmp_path / "src")
+    state, path = tmp_path / "state", "more_itertools/more.py"
+    lines = (project / path).read_text().splitlines(keepends=True)
+    with reopen(project, state, memory_budget=0) as ws:
+        a = ws.branch("a")
+        for k in range(6):
+            a.write(path, "".join([*lines[: 100 * k], f"X{k} = {k}\n", *lines[100 * k :]]))
+        kept, diff_3 = history(ws), str(a.diff(version=3))
+        assert [v.files.held(path) is not None for v in a.versions[1:]] == [False] * 5 + [True]
+    with reopen(project, state, memory_budget=0) as again:
+        restored = again.branches["a"]
+        assert history(again) == kept and str(restored.diff(version=3)) == diff_3
+        assert "+X2 = 2" in diff_3 and restored.versions[1].files.held(path) is None

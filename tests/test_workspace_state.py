@@ -103,3 +103,80 @@ def test_runs_and_merges_reach_no_private_member_of_a_branch() -> None:
             and node.value.id in {"branch", "a", "b", "merged"} and node.attr.startswith("_")
         }  # fmt: skip
         assert reached == set(), module
+
+
+# -- a long history on a real file: the memory budget holds ---------------------------------------
+
+LIBRARY = ("more-itertools", "11.2.1")
+BIG = RelPath("more_itertools/more.py")  # 5,644 lines, 175 KB
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from shadowkernel.errors import ShadowError
+    from shadowkernel.evals import pypi
+
+    try:
+        return pypi.unpack(*LIBRARY, tmp_path_factory.mktemp("pypi"))
+    except ShadowError as error:  # offline and not cached
+        pytest.skip(f"{LIBRARY[0]}=={LIBRARY[1]} unavailable: {error}")
+
+
+def edits_of(base: bytes, n: int) -> list[bytes]:
+    """n versions of `base`, each with its own line inserted at its own top-level place."""
+    lines = base.splitlines(keepends=True)
+    places = [i for i, line in enumerate(lines) if line.startswith((b"def ", b"class "))]
+    return [b"".join([*lines[: places[k % len(places)]], b"zz_%d = %d\n" % (k, k),
+                      *lines[places[k % len(places)] :]]) for k in range(n)]  # fmt: skip
+
+
+def held_bytes(state: BranchState) -> int:
+    """Bytes of file content the branch's versions keep in memory (each object once)."""
+    held = {id(d): len(d) for v in state.versions for p in v.files if (d := v.files.held(p))}
+    return sum(held.values())
+
+
+def test_a_long_history_keeps_in_memory_the_budget_and_the_head(library: Path) -> None:
+    base = (library / BIG).read_bytes()
+    budget, store = 4 * len(base), BlobStore(memory_budget=4 * len(base))
+    folder, state = Folder(str(library)), BranchState("agent")
+    texts = edits_of(base, 30)
+    try:
+        for text in texts:
+            state.stage({BIG: text}, "write", folder, store.make)
+        assert held_bytes(state) <= budget + len(base) * 2  # was 30 copies
+        assert state.head.files.held(BIG) is texts[-1]  # the head stays in memory
+        # Every version still reads as staged: spilled ones come back from their blob.
+        assert [v.files[BIG] for v in state.versions[1:]] == texts
+        assert dict(state.versions[3].files) == {BIG: texts[2]}
+    finally:
+        store.close()
+
+
+def test_a_released_version_read_after_its_spill_is_gone_names_the_path(library: Path) -> None:
+    from shadowkernel.errors import ShadowError
+
+    base = (library / BIG).read_bytes()
+    store, state = BlobStore(memory_budget=0), BranchState("agent")
+    for text in edits_of(base, 3):
+        state.stage({BIG: text}, "write", Folder(str(library)), store.make)
+    store.close()  # as a workspace's close removes its spill files
+    assert state.head.files[BIG] is not None  # the head is in memory
+    with pytest.raises(ShadowError, match=f"{BIG}.*spilled past the memory budget"):
+        state.versions[1].files[BIG]
+
+
+def test_line_maps_live_with_the_version_and_carry_over_unchanged_paths(
+    folder: Folder, make
+) -> None:  # type: ignore[no-untyped-def]
+    state = BranchState("agent")
+    mod, run = RelPath("pkg/mod.py"), RelPath("run.sh")
+    state.stage({mod: b"x = 0\na = 1\nb = 2\nc = 3\n"}, "write", folder, make)
+    base = folder.content(mod) or b""
+    first = state.head.files.line_map(mod, base)
+    assert first.get(2) == 1 and first.get(1) is None
+    state.stage({run: b"echo bye\n"}, "write", folder, make)  # mod's bytes are the same object
+    assert state.head.files.has_line_map(mod, base)
+    other = bytes(bytearray(base))  # equal bytes, another object (say, a base after accept)
+    assert not state.head.files.has_line_map(mod, other)
+    assert state.head.files.line_map(mod, other) == first

@@ -5,8 +5,8 @@ files share one answer and a file the user edits gets a fresh one. Caveat: a lin
 has only because of *another* file's content is attributed as if that file had its base
 content too.
 
-`LineMaps` keeps the other half of the `new` column: how each staged file's lines map to its
-base, per (base bytes, version bytes), computed once per version off the services' loop.
+The other half of the `new` column, how each staged file's lines map to its base, is kept
+with each version (`staging.Files.line_map`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 
-from ..lsp import LineMap, Lint, line_map
+from ..lsp import Lint
 from ..paths import RelPath
 from .identity import IdentityCache
 from .staging import digest
@@ -88,16 +88,3 @@ class BaseLints:
 
 
 _DIGESTS: IdentityCache[str] = IdentityCache(1024)
-
-
-class LineMaps:
-    """Line maps (base -> version) of staged files, per pair of bytes objects."""
-
-    def __init__(self, size: int = 1024) -> None:
-        self._maps: IdentityCache[LineMap] = IdentityCache(size)
-
-    def missing(self, pairs: Iterable[tuple[bytes, bytes]]) -> bool:
-        return any(self._maps.cached(pair) is None for pair in pairs)
-
-    def get(self, base: bytes, new: bytes) -> LineMap:
-        return self._maps.get((base, new), lambda: line_map(base, new))

@@ -317,8 +317,7 @@ class Branch:
             await cache.wait(keys)  # base files another lane was linting meanwhile
             await lint_base(lane, keys)  # ... unless that lane failed
             base_lints = cache.lints(keys)
-            maps = await _line_maps(self.workspace.line_maps, version, bases,
-                                    _may_be_old(lints, base_lints))  # fmt: skip
+            maps = await _line_maps(version, bases, _may_be_old(lints, base_lints))
             flags = flag_new(lints, base_lints, maps)
             return Answer((lints, flags, version.number), f"{len(lints)} lints ({sum(flags)} new)",
                           lints=len(lints), new_lints=sum(flags))  # fmt: skip
@@ -529,13 +528,12 @@ def _may_be_old(lints: Sequence[Lint], base_lints: Sequence[Lint]) -> list[RelPa
     return sorted({lint.path for lint in lints if (lint.path, lint.key) in keys})
 
 
-async def _line_maps(cache: baselints.LineMaps, version: Version,
-                     bases: Mapping[RelPath, bytes | None],
+async def _line_maps(version: Version, bases: Mapping[RelPath, bytes | None],
                      targets: Sequence[RelPath]) -> dict[RelPath, LineMap]:  # fmt: skip
-    """How each staged target's lines map to its base (the `new` column), from the cache or
-    computed in a worker thread: never on the services' loop."""
-    pairs = {p: (bases.get(p) or b"", data) for p in targets
-             if (data := version.files.get(p)) is not None}  # fmt: skip
-    if cache.missing(pairs.values()):
-        return await asyncio.to_thread(lambda: {p: cache.get(*pair) for p, pair in pairs.items()})
-    return {p: cache.get(*pair) for p, pair in pairs.items()}
+    """How each staged target's lines map to its base (the `new` column), kept with the
+    version or computed in a worker thread: never on the services' loop."""
+    files = version.files
+    wanted = {p: bases.get(p) or b"" for p in targets if files.get(p) is not None}
+    if any(not files.has_line_map(p, base) for p, base in wanted.items()):
+        return await asyncio.to_thread(lambda: {p: files.line_map(p, b) for p, b in wanted.items()})
+    return {p: files.line_map(p, base) for p, base in wanted.items()}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Protocol
 
@@ -22,7 +22,7 @@ from ..paths import RelPath
 from .accept import merge_plan
 from .folder import Folder
 from .scratch import Scratch
-from .staging import Version, staged
+from .staging import Files, Version, staged
 
 Base = tuple[bytes | None, int]  # the user's bytes of a path (None: absent) and its mode
 
@@ -41,7 +41,7 @@ class Journal(Protocol):
 
 def fork() -> Version:
     """Every branch's version 0: nothing touched."""
-    return Version(0, MappingProxyType({}), freeze({}), "fork")
+    return Version(0, Files({}), freeze({}), "fork")
 
 
 class BranchState:
@@ -101,7 +101,7 @@ class BranchState:
         version_modes = {**kept, **modes}
         shown = {**{p: m for p, (_, m) in new_bases.items()}, **self.modes, **version_modes}
         manifest = staged(head.manifest, data, shown, make, folder.is_dir)
-        files = MappingProxyType({**head.files, **data})
+        files = head.files.changed(data)
         return Version(head.number + 1, files, manifest, op, MappingProxyType(version_modes))
 
     def mode(self, version: Version, path: RelPath, folder: Folder) -> int:
@@ -123,6 +123,25 @@ class BranchState:
                 self.modes[path] = mode
             self.scratch.discard(data)
             self.versions.append(version)
+            self._release_superseded(data)
+
+    def _release_superseded(self, paths: Iterable[RelPath]) -> None:
+        """The versions before the head keep the bytes of `paths` it replaced only as their
+        manifest's blob: spilled past the memory budget, they leave memory (staging.Files).
+        Consecutive versions share one bytes object per path; the walk stops where they no
+        longer do (so each version is released once)."""
+        versions = self.versions
+        for path in paths:
+            older = versions[-2].files.held(path) if len(versions) > 1 else None
+            index = len(versions) - 2
+            while older is not None and index >= 0:
+                version = versions[index]
+                if version.files.held(path) is not older:
+                    break
+                blob = getattr(version.manifest.get(path), "blob", None)
+                if isinstance(blob, Blob) and blob.data is None and blob.size == len(older):
+                    version.files.release(path, blob)  # spilled: read back when asked for
+                index -= 1
 
     def absorb(self, written: Mapping[RelPath, Override | None]) -> None:
         """What a run wrote joins the scratch layer (later runs see it)."""

@@ -56,7 +56,7 @@ from ..sched import (
 from ..sched.timeline import events_json as timeline_events_json
 from ..sched.timeline import load_events as load_timeline_events
 from . import arguments, statedir
-from .baselints import BaseLints, LineMaps
+from .baselints import BaseLints
 from .branch import Branch
 from .bridge import LoopThread
 from .durable import DurableStore
@@ -142,7 +142,6 @@ class Workspace:
         self.folder = Folder(self.root, self.protection)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
-        self.line_maps = LineMaps()
         self.bridge = LoopThread()
         self.run_queue = RunQueue(max_runs)
         self.origin = time.perf_counter()  # the timeline's zero
