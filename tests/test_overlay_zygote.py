@@ -1,7 +1,8 @@
 """Overlay processes are forks of one zygote that imported their modules once.
 
 Real mounts, real processes: the forks are the zygote's children and serve their mounts; the
-environment a fork runs in is the kernel's at the fork, not the zygote's at its start; a fork
+environment and umask a fork runs with are the kernel's at the fork, not the zygote's at its
+start; a fork
 killed is reported with its signal and comes back; a zygote killed is replaced at the next
 start, and its fork ends; a forked kernel process starts a zygote of its own; `SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay
 as a process of its own, the way it was before.
@@ -60,6 +61,24 @@ def test_a_fork_runs_in_the_environment_of_the_moment(
         assert shadow.fuse_path != fastpath.FAST  # the server read the variable
         assert b"SHADOWKERNEL_FUSE_OPEN=1" not in Path(
             f"/proc/{parent_of(shadow.pid or 0)}/environ").read_bytes()  # fmt: skip
+
+
+def umask_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(int(line.split()[1], 8) for line in status.splitlines() if line.startswith("Umask"))
+
+
+def test_a_fork_runs_with_the_umask_of_the_moment(project: Path) -> None:
+    with Shadow(project):  # the zygote is running before the umask changes
+        pass
+    before = os.umask(0o027)
+    try:
+        with Shadow(project) as shadow:
+            assert shadow.pid is not None and umask_of(shadow.pid) == 0o027
+            assert umask_of(parent_of(shadow.pid)) == before  # the zygote's stays its own
+        assert zygote.current_umask() == 0o027  # read, not set
+    finally:
+        os.umask(before)
 
 
 def test_a_killed_fork_is_reported_and_comes_back(project: Path) -> None:

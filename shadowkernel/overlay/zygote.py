@@ -109,7 +109,7 @@ class _Zygote:
     def fork(self, argv: list[str], control_fd: int, log_fd: int) -> Forked:
         read_end, write_end = os.pipe()
         try:
-            request = pickle.dumps((argv, dict(os.environ), os.getcwd()))
+            request = pickle.dumps((argv, dict(os.environ), os.getcwd(), current_umask()))
             socket.send_fds(self.sock, [request], [control_fd, log_fd, write_end])
             reply, fds, _, _ = socket.recv_fds(self.sock, MESSAGE, 1)
             if not reply:
@@ -133,6 +133,16 @@ class _Zygote:
             self.process.wait()
 
 
+def current_umask() -> int | None:
+    """This process's umask, read without setting it (`os.umask` sets it for every thread,
+    for a moment another thread may create files in); None before Linux 4.7."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 _lock = threading.Lock()
 _zygote: _Zygote | None = None
 
@@ -140,7 +150,7 @@ _zygote: _Zygote | None = None
 def spawn(argv: list[str], control_fd: int, log_fd: int) -> Forked | None:
     """`python -m shadowkernel.overlay.server *argv --control FD` as a fork of the zygote,
     with `control_fd` as FD and `log_fd` as its stdout and stderr, in this process's current
-    environment and folder; None where no zygote serves (then start the process yourself)."""
+    environment, folder and umask; None where no zygote serves (then start the process yourself)."""
     global _zygote
     if os.environ.get("SHADOWKERNEL_OVERLAY_FORK") == "0":
         return None
@@ -241,8 +251,8 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def _child(server: Any, request: tuple[list[str], dict[str, str], str], control_fd: int,
-           log_fd: int, inherited: list[int]) -> None:  # fmt: skip
+def _child(server: Any, request: tuple[list[str], dict[str, str], str, int | None],
+           control_fd: int, log_fd: int, inherited: list[int]) -> None:  # fmt: skip
     """Become the overlay process (never returns)."""
     code = 1
     try:
@@ -252,7 +262,9 @@ def _child(server: Any, request: tuple[list[str], dict[str, str], str], control_
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         os.setsid()
-        argv, env, folder = request
+        argv, env, folder, umask = request
+        if umask is not None:  # the overlay creates its spill files as a started process would
+            os.umask(umask)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log_fd, 1)
