@@ -130,10 +130,9 @@ class BranchState:
         manifest's blob: spilled past the memory budget, they leave memory (staging.Files).
         Consecutive versions share one bytes object per path; the walk stops where they no
         longer do (so each version is released once)."""
-        versions = self.versions
+        versions = self.versions  # the fork, then at least the head
         for path in paths:
-            older = versions[-2].files.held(path) if len(versions) > 1 else None
-            index = len(versions) - 2
+            older, index = versions[-2].files.held(path), len(versions) - 2
             while older is not None and index >= 0:
                 version = versions[index]
                 if version.files.held(path) is not older:
