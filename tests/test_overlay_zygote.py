@@ -2,10 +2,10 @@
 
 Real mounts, real processes: the forks are the zygote's children and serve their mounts; the
 environment and umask a fork runs with are the kernel's at the fork, not the zygote's at its
-start; a fork
-killed is reported with its signal and comes back; a zygote killed is replaced at the next
-start, and its fork ends; a forked kernel process starts a zygote of its own; `SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay
-as a process of its own, the way it was before.
+start; a fork killed is reported with its signal and comes back; a zygote killed is replaced
+at the next start, and its fork ends; a forked kernel process starts a zygote of its own;
+`SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay as a process of its own, the way it was
+before.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shadowkernel.errors import ClosedError, StagingError
+from shadowkernel.errors import ClosedError, ShadowError, StagingError
+from shadowkernel.evals import pypi
 from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File
 from shadowkernel.paths import RelPath
 from shadowkernel.workspace.folder import Folder
@@ -113,9 +114,6 @@ BIG = RelPath("more_itertools/more.py")  # 5,644 lines, 175 KB
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from shadowkernel.errors import ShadowError
-    from shadowkernel.evals import pypi
-
     try:
         return pypi.unpack(*LIBRARY, tmp_path_factory.mktemp("pypi"))
     except ShadowError as error:  # offline and not cached
@@ -144,7 +142,8 @@ def test_a_long_history_keeps_in_memory_the_budget_and_the_head(library: Path) -
     try:
         for text in texts:
             state.stage({BIG: text}, "write", folder, store.make)
-        assert held_bytes(state) <= budget + len(base) * 2  # was 30 copies
+        # The blobs made while the budget lasted, and the head: 5 copies (it was 30).
+        assert held_bytes(state) <= budget + len(base) * 2
         assert state.head.files.held(BIG) is texts[-1]  # the head stays in memory
         # Every version still reads as staged: spilled ones come back from their blob.
         assert [v.files[BIG] for v in state.versions[1:]] == texts
@@ -154,8 +153,6 @@ def test_a_long_history_keeps_in_memory_the_budget_and_the_head(library: Path) -
 
 
 def test_a_released_version_read_after_its_spill_is_gone_names_the_path(library: Path) -> None:
-    from shadowkernel.errors import ShadowError
-
     base = (library / BIG).read_bytes()
     store, state = BlobStore(memory_budget=0), BranchState("agent")
     for text in edits_of(base, 3):
