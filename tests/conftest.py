@@ -58,6 +58,19 @@ def _test_state_home(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real library: more-itertools 11.2.1's sdist from PyPI (cached after the first
+    download), unpacked afresh for each test module; skipped only offline with no cache."""
+    from shadowkernel.errors import ShadowError
+    from shadowkernel.evals import pypi
+
+    try:
+        return pypi.unpack("more-itertools", "11.2.1", tmp_path_factory.mktemp("pypi"))
+    except ShadowError as error:
+        pytest.skip(f"more-itertools 11.2.1 unavailable: {error}")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")

@@ -21,23 +21,13 @@ import pytest
 from overlay_helpers import needs_fuse
 
 import shadowkernel as sk
-from shadowkernel.evals import pypi
 from shadowkernel.lsp import Lint, available_servers, line_map, mark_new
 from shadowkernel.paths import RelPath
 
-PROJECT = ("more-itertools", "11.2.1")
 FILES = ("more_itertools/more.py", "more_itertools/recipes.py")
 RUFF = shutil.which("ruff") or str(Path(__file__).resolve().parent.parent / ".venv/bin/ruff")
 # Many rules, so the base has thousands of lints, several per line and many alike.
 RULES = "ALL"
-
-
-@pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return pypi.unpack(*PROJECT, tmp_path_factory.mktemp("pypi"))
-    except sk.ShadowError as error:  # offline and not cached
-        pytest.skip(f"{PROJECT[0]}=={PROJECT[1]} unavailable: {error}")
 
 
 @dataclass

@@ -17,7 +17,6 @@ from overlay_helpers import needs_fuse
 from waiting import wait_for
 
 import shadowkernel as sk
-from shadowkernel.evals import pypi
 from shadowkernel.lsp import Lint, available_servers
 from shadowkernel.overlay import mounts
 from shadowkernel.overlay.shadow import Shadow
@@ -29,14 +28,6 @@ FILE = "more_itertools/recipes.py"
 ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
 
 needs_ruff = pytest.mark.skipif(not available_servers().get("ruff"), reason="ruff missing")
-
-
-@pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return pypi.unpack("more-itertools", "11.2.1", tmp_path_factory.mktemp("pypi"))
-    except sk.ShadowError as error:  # offline and not cached
-        pytest.skip(f"more-itertools 11.2.1 unavailable: {error}")
 
 
 def with_error(base: str, agent: int, step: int) -> str:

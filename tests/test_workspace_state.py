@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from shadowkernel.errors import ClosedError, ShadowError, StagingError
-from shadowkernel.evals import pypi
 from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File
 from shadowkernel.paths import RelPath
 from shadowkernel.workspace.folder import Folder
@@ -108,16 +107,7 @@ def test_runs_and_merges_reach_no_private_member_of_a_branch() -> None:
 
 # -- a long history on a real file: the memory budget holds ---------------------------------------
 
-LIBRARY = ("more-itertools", "11.2.1")
-BIG = RelPath("more_itertools/more.py")  # 5,644 lines, 175 KB
-
-
-@pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return pypi.unpack(*LIBRARY, tmp_path_factory.mktemp("pypi"))
-    except ShadowError as error:  # offline and not cached
-        pytest.skip(f"{LIBRARY[0]}=={LIBRARY[1]} unavailable: {error}")
+BIG = RelPath("more_itertools/more.py")  # 5,644 lines, 175 KB (conftest's `library`)
 
 
 def edits_of(base: bytes, n: int) -> list[bytes]:
