@@ -235,4 +235,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Branches are durable by default: keep this run's (and its servers') out of the user's
+    # state home, where the temporary copies' folders would be left behind.
+    with tempfile.TemporaryDirectory(prefix="sk-bench-state-") as state_home:
+        os.environ["XDG_STATE_HOME"] = state_home
+        main()

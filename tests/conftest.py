@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from overlay_helpers import FALLBACK_CHILD, HAS_FUSE, make_project
 
+from shadowkernel import userdirs
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """In the fallback child, skip what documents mode does differently on purpose
@@ -38,10 +40,31 @@ def pytest_configure(config: pytest.Config) -> None:
     """Branches are durable by default (under $XDG_STATE_HOME): the tests keep theirs in a
     temporary state home, never in ~/.local/state; the fixtures below give each module and
     each test its own, so no test restores another's branches."""
+    if not hasattr(config, "workerinput"):  # xdist's workers inherit the temporary one
+        home = userdirs.state_home()
+        config.stash[_USER_STATE] = home, _listing(home)
     os.environ["XDG_STATE_HOME"] = _SESSION_STATE.name
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A server started with a minimal environment (the MCP SDK's, the Inspector's) keeps its
+    branches in the user's state home unless handed the test's: a later run at the same
+    temporary path then restores them. Fail the run that leaked, not the one that trips."""
+    if _USER_STATE not in session.config.stash:  # a worker
+        return
+    home, before = session.config.stash[_USER_STATE]
+    leaked = sorted(_listing(home) - before)
+    if leaked:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nthe tests left branches in the user's state home {home}: {', '.join(leaked)}")
+
+
+def _listing(folder: Path) -> set[str]:
+    return set(os.listdir(folder)) if folder.is_dir() else set()
+
+
 _SESSION_STATE = tempfile.TemporaryDirectory(prefix="shadowkernel-test-state-")  # gone at exit
+_USER_STATE = pytest.StashKey[tuple[Path, set[str]]]()
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -25,6 +25,14 @@ COMMAND = [sys.executable, "-m", "shadowkernel.cli", "mcp"]
 ENV = {k: v for k in ("PYTHONPATH",) if (v := os.environ.get(k))}
 
 
+def server_env() -> dict[str, str]:
+    """ENV and the test's state home (conftest's), for a client that starts the server with a
+    minimal environment (the SDK, the Inspector): branches are durable, and without this a
+    server keeps them in ~/.local/state, where a later run at the same temporary path restores
+    them."""
+    return {**ENV, "XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
+
+
 class Agent:
     """One connected client: `call` expects a result, `error` expects a tool error."""
 
@@ -65,10 +73,8 @@ def lean(options: tuple[str, ...], defaults: bool) -> tuple[str, ...]:
 @asynccontextmanager
 async def over_stdio(src: Path, *options: str, name: str = "test-agent",
                      defaults: bool = False) -> AsyncIterator[Agent]:  # fmt: skip
-    # The test's state home too (conftest's): branches are durable, never in ~/.local/state.
-    env = {**ENV, "XDG_STATE_HOME": os.environ.get("XDG_STATE_HOME", "")}
     args = [*COMMAND[1:], str(src), *lean(options, defaults)]
-    params = StdioServerParameters(command=COMMAND[0], args=args, env=env)
+    params = StdioServerParameters(command=COMMAND[0], args=args, env=server_env())
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write, client_info=_info(name)) as session,

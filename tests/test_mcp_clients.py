@@ -20,7 +20,7 @@ import psutil
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
-from mcp_helpers import COMMAND, ENV, MOD, http_server, make_src
+from mcp_helpers import COMMAND, ENV, MOD, http_server, make_src, server_env
 from overlay_helpers import needs_fuse, snapshot
 from waiting import wait_until
 
@@ -137,8 +137,9 @@ def test_fastmcp_over_http_stages_six_mib(src: Path, tmp_path: Path) -> None:
 
 def inspector(target: list[str], *arguments: str) -> Any:
     """One Inspector CLI call; its JSON answer. A stdio server opens its workspace before it
-    answers `initialize`, which on a loaded machine takes longer than the CLI's default 15 s."""
-    environment = [word for k, v in ENV.items() for word in ("-e", f"{k}={v}")]
+    answers `initialize`, which on a loaded machine takes longer than the CLI's default 15 s.
+    The CLI gives a stdio server a minimal environment: the state home goes with `-e`."""
+    environment = [word for k, v in server_env().items() for word in ("-e", f"{k}={v}")]
     argv = [str(INSPECTOR), "--cli", "--connect-timeout", "120000", *environment, *target,
             *arguments]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=240)

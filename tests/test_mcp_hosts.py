@@ -312,13 +312,12 @@ def test_stdio_answers_initialize_before_the_workspace_opens(src: Path, tmp_path
     """The real serve_stdio, whose open waits for a file the test makes only after the client
     has its answers: so they came before the open, whatever the machine's load."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
-    from mcp_helpers import ENV
+    from mcp_helpers import server_env
 
     script, gate = tmp_path / "gated.py", tmp_path / "gate"
     script.write_text(GATED)
-    env = {**ENV, "XDG_STATE_HOME": os.environ.get("XDG_STATE_HOME", "")}
     params = StdioServerParameters(command=sys.executable, args=[str(script), str(gate),
-                                   str(src)], env=env)  # fmt: skip
+                                   str(src)], env=server_env())  # fmt: skip
 
     async def session() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
