@@ -6,11 +6,14 @@
     shadowkernel run SRC [--stage PATH=FILE]... [--timeout S] [--net] -- CMD...
     shadowkernel mcp SRC [--servers S...] [--http HOST:PORT] [--allow-accept]
                          [--branch NAME [--stage PATH=FILE ...] [--delete PATH ...]]
+    shadowkernel state [--prune]       # the folders whose branches are kept; delete the gone
 
 `lint` and `run` serve agents outside Jupyter: each stages the given files on one throwaway
 branch of SRC (SRC itself is never written), answers, and exits. `lint` exits 1 when it
 reported lints (like ruff); `run` exits with the command's status (124 at the timeout).
 `mcp` serves persistent branches of SRC to MCP clients until stdin closes (stdio) or Ctrl-C.
+`state` lists the state directories (one per folder whose branches are kept) and, with
+`--prune`, deletes those whose folder is gone.
 
 Each subcommand is a `cmd_*` function over the public API; a `ShadowError` becomes a one-line
 message and exit status 2, never a traceback.
@@ -23,10 +26,14 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ShadowError
+
+if TYPE_CHECKING:
+    from .workspace.kept import Kept
 
 
 def cmd_mount(args: argparse.Namespace) -> int:
@@ -228,6 +235,44 @@ def _staging_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stage the deletion of PATH; repeatable")  # fmt: skip
 
 
+def cmd_state(args: argparse.Namespace) -> int:
+    from .workspace import kept, statedir
+
+    states = kept.kept()
+    pruned = {s.path for s in kept.prune(states)} if args.prune else set()
+    print(f"state home: {statedir.state_home()}")
+    for state in states:
+        print(f"  {_state_line(state, state.path in pruned)}")
+    gone = [s for s in states if s.orphaned and s.path not in pruned]
+    if args.prune:
+        print(f"pruned {len(pruned)} of {len(states)} (their folders were gone)")
+    elif gone:
+        print(f"{len(gone)} of {len(states)} belong to a folder that is gone: "
+              "`shadowkernel state --prune` deletes their branches")  # fmt: skip
+    return 0
+
+
+def _state_line(state: Kept, pruned: bool) -> str:
+    """'FOLDER  3 branches, 1.2 MB, changed 2026-12-03 07:13  [NAME-KEY]  STATUS'"""
+    n = state.branches
+    branches = "?" if n is None else f"{n} {'branch' if n == 1 else 'branches'}"
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(state.changed)) if state.changed else "-"
+    status = ("pruned" if pruned else f"open in {state.holder}" if state.holder
+              else "folder gone" if state.orphaned else "")  # fmt: skip
+    line = (f"{state.folder or '(no folder recorded)'}  {branches}, {_size(state.size)}, "
+            f"changed {when}  [{os.path.basename(state.path)}]")  # fmt: skip
+    return f"{line}  {status}" if status else line
+
+
+def _size(n: int) -> str:
+    value, unit = float(n), "bytes"
+    for bigger in ("KB", "MB", "GB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{n} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="shadowkernel", description="A private, writable shadow of a project for AI agents."
@@ -305,6 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="on closing, write the requests served (the timeline's events, "
                           "JSON) to FILE, for another workspace to adopt")  # fmt: skip
     mcp.set_defaults(run=cmd_mcp)
+
+    state = sub.add_parser("state", help="list the folders whose branches are kept (and where); "
+                           "--prune deletes those whose folder is gone")  # fmt: skip
+    state.add_argument("--prune", action="store_true",
+                       help="delete the branches of folders that no longer exist (a folder on "
+                            "a drive not mounted now counts as gone); never a state a "
+                            "workspace holds open")  # fmt: skip
+    state.set_defaults(run=cmd_state)
 
     from .kernel.commands import add_parsers as add_notebook_parsers  # install-kernel, lab, tour
 

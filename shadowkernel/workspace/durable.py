@@ -50,6 +50,7 @@ import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..errors import PathError, ShadowError, StagingError
@@ -84,6 +85,7 @@ INSERT = "INSERT INTO records (branch, kind, body) VALUES (?, ?, ?)"
 SELECT = "SELECT seq, branch, kind, body FROM records ORDER BY seq"
 WATERMARK = "SELECT seq FROM flushed"
 NEWEST = "SELECT COALESCE(MAX(seq), 0) FROM records"
+BRANCHES = "SELECT COUNT(DISTINCT branch) FROM records"
 MARK = "UPDATE flushed SET seq = ?"
 TRUNCATE = "DELETE FROM records WHERE branch = ? AND seq >= ?"
 SYNC_MODES = {"behind": "NORMAL", "full": "FULL", "normal": "NORMAL"}
@@ -392,6 +394,22 @@ class DurableStore:
             rows = self._db.execute(SELECT).fetchall()
         for seq, key, kind, body in rows:
             yield seq, key, kind, json.loads(body)
+
+
+def branch_count(path: str, exclusive: bool) -> int | None:
+    """How many branches the store in the state directory `path` keeps (a dropped branch's
+    records are deleted); None when it has no readable record. `exclusive`: the caller holds
+    the directory's lock, so the record opens as a workspace's would (leaving no log files
+    behind); else read-only, beside the workspace that holds it and writes on undisturbed."""
+    record = os.path.join(path, "record.sqlite")
+    if not os.path.exists(record):
+        return None
+    uri = Path(record).as_uri() + ("" if exclusive else "?mode=ro")
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            return int(db.execute(BRANCHES).fetchone()[0])
+    except sqlite3.Error:
+        return None
 
 
 class Torn(ShadowError):

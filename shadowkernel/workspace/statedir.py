@@ -9,6 +9,8 @@ One process at a time: the first workspace to open a state directory holds an ex
 and a second one, in this process or another, gets a ConflictError naming the holder. Two
 writers would each hold a different idea of the same branches in memory; the MCP server of a
 kernel (`%shadow mcp`) shares the kernel's workspace instead.
+
+A state directory outlives its folder: `kept` lists them and deletes those whose folder is gone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import enum
 import fcntl
 import hashlib
 import os
+from collections.abc import Iterator
 
 from .. import userdirs
 from ..errors import ConflictError, PathError
@@ -80,12 +83,9 @@ def claim(path: str, root: str) -> int:
 
 def _own_folder(path: str, root: str) -> None:
     """A state directory holds one folder's branches: refuse another folder's."""
-    marker = os.path.join(path, "folder")
-    try:
-        with open(marker, encoding="utf-8") as f:
-            owner = f.read()
-    except FileNotFoundError:
-        with open(marker, "w", encoding="utf-8") as f:
+    owner = folder_of(path)
+    if owner is None:
+        with open(os.path.join(path, "folder"), "w", encoding="utf-8") as f:
             f.write(root)
         return
     if owner != root:
@@ -103,7 +103,7 @@ def _holder(fd: int) -> str:
         return f"another Workspace of this process ({pid})"
     command = ""
     with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
-        command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+        command = " ".join(f.read().replace(b"\0", b" ").decode(errors="replace").split())[:120]
     return f"process {pid} ({command})" if command else f"process {pid}"
 
 
@@ -112,3 +112,35 @@ def restored_summary(count: int, directory: str | None) -> str:
     if directory is None:
         return "branches: in memory only (state=None)"
     return f"branches: {count} {'branch' if count == 1 else 'branches'} restored from {directory}"
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[str | None]:
+    """Hold the state directory's lock for the block and yield None; or, when a workspace
+    holds it, yield who does (its lock is never taken from it)."""
+    try:
+        fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:  # never opened by a workspace: nobody can hold it
+        yield None
+        return
+    except OSError as error:  # not this user's to take: keep it
+        yield f"nobody this user can tell ({error.strerror})"
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield _holder(fd)
+            return
+        yield None
+    finally:
+        os.close(fd)
+
+
+def folder_of(path: str) -> str | None:
+    """The folder whose branches the state directory `path` keeps (None: no marker)."""
+    try:
+        with open(os.path.join(path, "folder"), encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
