@@ -151,6 +151,7 @@ def test_a_released_version_read_after_its_spill_is_gone_names_the_path(library:
     assert state.head.files[BIG] is not None  # the head is in memory
     with pytest.raises(ShadowError, match=f"{BIG}.*spilled past the memory budget"):
         state.versions[1].files[BIG]
+    assert state.versions[1].files.present(BIG)  # told without reading the bytes back
 
 
 def test_line_maps_live_with_the_version_and_carry_over_unchanged_paths(

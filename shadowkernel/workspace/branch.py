@@ -533,7 +533,7 @@ async def _line_maps(version: Version, bases: Mapping[RelPath, bytes | None],
     """How each staged target's lines map to its base (the `new` column), kept with the
     version or computed in a worker thread: never on the services' loop."""
     files = version.files
-    wanted = {p: bases.get(p) or b"" for p in targets if files.get(p) is not None}
+    wanted = {p: bases.get(p) or b"" for p in targets if files.present(p)}
     if any(not files.has_line_map(p, base) for p, base in wanted.items()):
         return await asyncio.to_thread(lambda: {p: files.line_map(p, b) for p, b in wanted.items()})
     return {p: files.line_map(p, base) for p, base in wanted.items()}

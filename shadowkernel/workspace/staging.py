@@ -61,6 +61,10 @@ class Files(Mapping[RelPath, "bytes | None"]):
     def __repr__(self) -> str:
         return f"Files({sorted(self._entries)})"
 
+    def present(self, path: RelPath) -> bool:
+        """`path` was touched and not deleted (its bytes are not read back to tell)."""
+        return self._entries.get(path) is not None
+
     def held(self, path: RelPath) -> bytes | None:
         """The bytes object kept in memory for `path` (None: released, deleted or absent)."""
         data = self._entries.get(path)
