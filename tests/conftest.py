@@ -56,7 +56,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     leaked = sorted(_listing(home) - before)
     if leaked:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        print(f"\nthe tests left branches in the user's state home {home}: {', '.join(leaked)}")
+        print(f"\nnew in the user's state home {home} during the run: {', '.join(leaked)} "
+              "(a server started without the test's XDG_STATE_HOME?)")  # fmt: skip
 
 
 def _listing(folder: Path) -> set[str]:
