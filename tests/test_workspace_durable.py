@@ -17,7 +17,6 @@ import pytest
 from overlay_helpers import make_project, needs_fuse, snapshot
 
 import shadowkernel as sk
-from shadowkernel.evals import pypi
 from shadowkernel.workspace import durable, statedir
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
@@ -232,13 +231,12 @@ def test_a_power_loss_before_the_flush_ends_a_branch_at_its_last_whole_version(
 
 
 def test_small_changes_of_a_large_file_are_recorded_as_changes_and_come_back_whole(
-    tmp_path: Path,
+    library: Path, tmp_path: Path
 ) -> None:
     """A real library's 5,644-line file edited version after version: each small change is a
     record of a few hundred bytes, no blob; edits far apart, a delete and a rewrite are blobs;
     a second workspace restores every version byte for byte."""
-    project = pypi.unpack("more-itertools", "11.2.1", tmp_path / "src")
-    state, path = tmp_path / "state", "more_itertools/more.py"
+    project, state, path = library, tmp_path / "state", "more_itertools/more.py"
     base = (project / path).read_text()
     lines = base.splitlines(keepends=True)
     with reopen(project, state) as ws:
@@ -282,11 +280,10 @@ def _records(state: Path) -> list[tuple[str, dict]]:
     return [(kind, json.loads(body)) for kind, body in rows]
 
 
-def test_a_history_past_the_memory_budget_comes_back_whole(tmp_path: Path) -> None:
+def test_a_history_past_the_memory_budget_comes_back_whole(library: Path, tmp_path: Path) -> None:
     """With no memory budget every superseded version's bytes live in spill files only; they
     still read back as staged, before and after a restore (which replays the versions)."""
-    project = pypi.unpack("more-itertools", "11.2.1", tmp_path / "src")
-    state, path = tmp_path / "state", "more_itertools/more.py"
+    project, state, path = library, tmp_path / "state", "more_itertools/more.py"
     lines = (project / path).read_text().splitlines(keepends=True)
     with reopen(project, state, memory_budget=0) as ws:
         a = ws.branch("a")
