@@ -24,7 +24,10 @@ p50, mean and p95, the first answer of the slowest branch (from the side's start
 made and servers started, or the workspace opened), the CPU per answer of every process of
 the side while the agents worked (the worktrees' servers start at their first request, within
 that span; shadowkernel's start as the workspace opens, before it, and the lanes it opens
-while serving within it), and peak memory as the sum of PSS over every process of
+while serving within it; the side's own process apart from its servers), the CPU the side
+spent from its start until every agent had its first answer (where both sides fill the cores,
+the first answer cannot be faster by more than that ratio), and peak memory as the sum of PSS
+over every process of
 the side (the driver, shadowkernel's own process, its overlay and servers; the worktrees'
 servers), sampled each second and once more as the agents finish. Prints a table, then one
 JSON object as the last line. It reports; it never asserts.
@@ -212,27 +215,31 @@ def pss(pid: int) -> int:
 
 class Agents:
     """Per agent: the latency of each answer, when it first answered, and wrong answers; for
-    the side: the CPU its processes spent while the agents worked."""
+    the side: the CPU its processes spent while the agents worked (this process's share
+    apart), and the CPU spent from the side's start until every agent had its first answer."""
 
-    def __init__(self, began: float, memory: Memory | None = None) -> None:
-        self.began = began
+    def __init__(self, began: float, n: int, memory: Memory | None = None) -> None:
+        self.began, self.n = began, n
         self.memory = memory  # sampled once more when the agents finish
         self.latencies: list[float] = []
         self.times: list[float] = []  # when each answer came
         self.first: dict[int, float] = {}
         self.wrong: list[str] = []
         self.agents_began = self.last = began
-        self.cpu = 0.0
+        self.cpu = self.own_cpu = 0.0
+        self.cpu_at_start = side_cpu()  # nothing of the side runs yet: the baseline
+        self.first_cpu = 0.0
 
     def start(self) -> None:
         """The agents start now (the worktrees are made, or the workspace is open)."""
-        self.cpu = -tree_cpu(os.getpid())
+        self.cpu, self.own_cpu = -tree_cpu(os.getpid()), -own_cpu()
         self.agents_began = time.perf_counter()
 
     def finish(self) -> None:
         """Every agent is done (before any server stops: a side shorter than the memory
         sampler's second still has its servers' memory counted)."""
         self.cpu += tree_cpu(os.getpid())
+        self.own_cpu += own_cpu()
         if self.memory is not None:
             self.memory.take()
 
@@ -247,10 +254,25 @@ class Agents:
         now = time.perf_counter()
         self.latencies.append(now - asked)
         self.times.append(now)
-        self.first.setdefault(agent, now - self.began)
+        if agent not in self.first:
+            self.first[agent] = now - self.began
+            if len(self.first) == self.n:  # the last first answer: what it took, in CPU
+                self.first_cpu = side_cpu() - self.cpu_at_start
         self.last = now
         if why := wrong(messages, agent, step):
             self.wrong.append(f"agent {agent} step {step}: {why}")
+
+
+def own_cpu() -> float:
+    """CPU seconds of this process, every thread."""
+    return cpu_seconds(os.getpid()) or 0.0
+
+
+def side_cpu() -> float:
+    """CPU seconds of this process, its live descendants and the children it reaped (`git
+    worktree add`, a server that ended): all a side spent so far."""
+    times = os.times()
+    return tree_cpu(os.getpid()) + times.children_user + times.children_system
 
 
 async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Agents) -> None:
@@ -331,7 +353,7 @@ def run_side(
     """One side of one case, in this process (the child)."""
     memory = Memory()
     began = time.perf_counter()
-    agents = Agents(began, memory)
+    agents = Agents(began, n, memory)
     extra: dict[str, Any] = {}
     if side == "worktrees":
         asyncio.run(worktrees_side(root, server, n, edits, agents))
@@ -359,6 +381,8 @@ def run_side(
         "p95_ms": percentile(agents.latencies, 0.95) * 1000,
         "first_answer_slowest_s": max(agents.first.values(), default=0.0),
         "cpu_ms_per_answer": agents.cpu / answers * 1000 if answers else 0.0,
+        "own_cpu_ms_per_answer": agents.own_cpu / answers * 1000 if answers else 0.0,
+        "first_answers_cpu_s": agents.first_cpu,
         "peak_pss_mb": peak / 2**20, **extra,
     }  # fmt: skip
 
@@ -424,6 +448,14 @@ def ratios(rows: list[dict]) -> list[dict]:
             "spread_sk": sk_row["mean_ms"] / sk_row["p50_ms"],
             "spread_wt": wt["mean_ms"] / wt["p50_ms"],
             "first_answer_speedup": wt["first_answer_slowest_s"] / sk_row["first_answer_slowest_s"],
+            # The CPU each side spent until every agent had its first answer: on a machine
+            # whose cores both sides fill, the first answer cannot be faster by more than this.
+            "first_answers_cpu_s": (sk_row["first_answers_cpu_s"], wt["first_answers_cpu_s"]),
+            "first_answers_cpu": wt["first_answers_cpu_s"] / sk_row["first_answers_cpu_s"]
+            if sk_row["first_answers_cpu_s"] else 0.0,
+            "own_cpu_ms": (sk_row["own_cpu_ms_per_answer"], wt["own_cpu_ms_per_answer"]),
+            "servers_cpu_ms": (sk_row["cpu_ms_per_answer"] - sk_row["own_cpu_ms_per_answer"],
+                               wt["cpu_ms_per_answer"] - wt["own_cpu_ms_per_answer"]),
             "pss": sk_row["peak_pss_mb"] / wt["peak_pss_mb"],
         })  # fmt: skip
     return out
@@ -484,6 +516,14 @@ def main() -> None:
             f"{r['mean']:.2f}x, CPU per answer {r['cpu_per_answer']:.2f}x, first answer "
             f"{r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees; "
             f"mean / p50 {r['spread_sk']:.2f} here, {r['spread_wt']:.2f} there"
+        )
+        print(
+            f"{r['case']}: CPU per answer in the side's own process {r['own_cpu_ms'][0]:.2f} / "
+            f"{r['own_cpu_ms'][1]:.2f} ms, in its servers {r['servers_cpu_ms'][0]:.2f} / "
+            f"{r['servers_cpu_ms'][1]:.2f} ms (shadowkernel / worktrees); CPU until every "
+            f"agent had its first answer {r['first_answers_cpu_s'][0]:.2f} / "
+            f"{r['first_answers_cpu_s'][1]:.2f} s (the worktrees spent "
+            f"{r['first_answers_cpu']:.1f}x as much)"
         )
     for r in (r for r in rows if "own_pss_per_branch_kb" in r):
         print(
