@@ -43,9 +43,10 @@ answers, none wrong, 219.7-284.9 answers/s with nothing else running (6.3-7.6 ms
 answer in all) and 83.5-123.5 at load 4-5 beside other test suites; 463-558 KB of
 shadowkernel's own PSS per branch (its two versions of more.py are 350 KB of that).
 With ruff in steady state (`--edits 20`) shadowkernel reaches only 0.63-1.04x the
-worktrees' answers/s at 5 / 20 / 50 branches, at 1.17-1.42x their CPU per answer: ruff costs
-the same on both sides, and shadowkernel's own process spends 4.1 ms per answer against the
-worktree client's 2.5 (`answer_costs.py` says where).
+worktrees' answers/s at 5 / 20 / 50 branches, at 1.01-1.42x their CPU per answer: ruff costs
+the same or less on our side (4.4-5.8 ms per answer against 4.7-6.7 on 2026-12-03), and
+shadowkernel's own process spends 2.5-3.7 ms per answer against the worktree client's 1.5-2.3
+(`answer_costs.py` says where).
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
