@@ -160,3 +160,16 @@ def test_bad_refs_and_folders_outside_git_are_refused_by_name(
         with pytest.raises(sk.PathError, match="not in a git repository"):
             b.commit(message="nowhere")
     assert not (plain / ".git").exists()
+
+
+def test_branches_whose_names_differ_commit_to_different_refs(repo: Path, ws: sk.Workspace) -> None:
+    """Each branch's default ref is its own name: names that differ only in characters a
+    cruder mapping would replace ("café", "cafè"; "fix+1", "fix-1") keep their own commits."""
+    made = {}
+    for name in ("café", "cafè", "fix+1", "fix-1"):
+        branch = ws.branch(name)
+        branch.write("pkg/mod.py", f"NAME = {name!r}\n")
+        made[name] = branch.commit(message=name)
+    for name, commit in made.items():
+        assert git(repo, "rev-parse", f"refs/heads/agent/{name}") == commit
+    assert len(set(made.values())) == 4

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from ..errors import ArgumentError, PathError
 from ..paths import RelPath
+from . import arguments
 
 SEARCHED = 100  # ancestors of HEAD searched for the branch's base
 EXECUTABLE = 0o111
@@ -157,6 +158,12 @@ def _identity(top: str) -> dict[str, str]:
 
 
 def default_ref(name: str) -> str:
-    """refs/heads/agent/NAME, the name made a valid ref component."""
-    safe = re.sub(r"[^A-Za-z0-9._/-]+", "-", name).strip("/.-") or "branch"
-    return f"refs/heads/agent/{safe}"
+    """refs/heads/agent/NAME. A branch name is one git accepts (`arguments.branch_name`), so
+    it is kept as it is: replacing characters would send two branches ("café", "cafè") to one
+    ref, the second commit silently taking the first's place. A name from elsewhere that git
+    would refuse is made a valid component."""
+    try:
+        return f"refs/heads/agent/{arguments.branch_name(name)}"
+    except ArgumentError:
+        safe = re.sub(r"[^A-Za-z0-9._/-]+", "-", name).strip("/.-") or "branch"
+        return f"refs/heads/agent/{safe}"
