@@ -123,3 +123,36 @@ def test_binary_diffs_say_sizes_and_binary_patches_are_refused() -> None:
         parse_patch("diff --git a/x b/x\nindex 1..2 100644\nGIT binary patch\nliteral 1\n")
     with pytest.raises(StagingError, match="mode 040000"):
         parse_patch("diff --git a/x b/x\nold mode 100644\nnew mode 040000\n")
+
+
+def test_gits_own_diffs_of_renames_and_empty_files_apply(tmp_path) -> None:
+    """What `git diff -M` writes for a pure rename (no hunks, `rename from`/`rename to`), a
+    rename with an edit, and an empty file created and deleted (headers only), applied to the
+    files before give the files after, as git has them."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                              capture_output=True, text=True).stdout  # fmt: skip
+
+    before = {"old.py": "x = 1\n", "moved.py": "a\nb\nc\nd\ne\nf\n", "gone.txt": ""}
+    git("init", "-q")
+    for path, text in before.items():
+        (tmp_path / path).write_text(text)
+    git("add", ".")
+    git("-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "before")
+    git("mv", "old.py", "new.py")
+    git("mv", "moved.py", "there.py")
+    (tmp_path / "there.py").write_text("a\nb\nc\nd\ne\nF\n")
+    git("rm", "-q", "gone.txt")
+    (tmp_path / "empty.txt").write_text("")
+    git("add", ".")
+    renames = git("diff", "--cached", "-M", "--", "old.py", "new.py", "moved.py", "there.py")
+    patch = renames + git("diff", "--cached", "--no-renames", "--", "gone.txt", "empty.txt")
+    assert "rename from old.py\nrename to new.py\n" in patch and "deleted file mode" in patch
+    after = apply_patch(patch, reader(before))
+    assert after == {"old.py": None, "new.py": "x = 1\n", "moved.py": None,
+                     "there.py": "a\nb\nc\nd\ne\nF\n", "gone.txt": None, "empty.txt": ""}  # fmt: skip
+    with pytest.raises(StagingError, match="does not exist"):
+        apply_patch("diff --git a/nope.py b/new.py\nrename from nope.py\nrename to new.py\n",
+                    reader(before))  # fmt: skip

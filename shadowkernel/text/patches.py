@@ -8,8 +8,9 @@ Caveats: hunks must match their context exactly (no fuzz), but may sit at anothe
 the header says (nearest match wins), and line endings are compared without their `\\r`.
 Lines end where `positions` says (`\\n`, `\\r\\n`, `\\r`). Of git's extended headers the
 mode lines are applied (`old mode`/`new mode`, `new file mode`: 100644, 100755, 120000 for a
-symlink); binary patches are refused (stage binary files with `write_bytes`), and a rename is
-a deletion plus a creation here.
+symlink), and so are `rename from`/`rename to` (a rename is a deletion plus a creation here)
+and the headers of an empty file created or deleted; binary patches are refused (stage
+binary files with `write_bytes`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file"
 _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)\s*$")
 _MODE_LINE = re.compile(r"^(old mode|new mode|new file mode|deleted file mode) (\d+)\s*$")
+_RENAME_LINE = re.compile(r"^rename (from|to) (.+?)\s*$")
 LINK = 0o120000  # git's mode of a symlink (its content is the link's target)
 
 
@@ -104,6 +106,7 @@ def _parse_git_file(lines: list[str], i: int, files: list[FilePatch]) -> int:
     assert header is not None
     start, i = i, i + 1
     modes: dict[str, int] = {}
+    renamed: dict[str, str] = {}  # "from" / "to": the paths of a rename without hunks
     while i < len(lines) and not lines[i].startswith(("--- ", "diff --git ", "@@")):
         if lines[i].startswith(("Binary files ", "GIT binary patch")):
             raise StagingError(f"patch line {i + 1}: a binary patch cannot be applied; stage "
@@ -111,15 +114,36 @@ def _parse_git_file(lines: list[str], i: int, files: list[FilePatch]) -> int:
         found = _MODE_LINE.match(lines[i])
         if found:
             modes[found[1]] = _parse_mode(found[2], i + 1)
+        rename = _RENAME_LINE.match(lines[i])
+        if rename:
+            renamed[rename[1]] = rename[2]
         i += 1
     mode = modes.get("new mode", modes.get("new file mode"))
     if i < len(lines) and lines[i].startswith("--- "):
         return _parse_file(lines, i, files, mode)
-    if "new mode" not in modes:
-        return i  # a header with nothing to apply (an empty new file, a rename): skipped
+    # No hunks: a rename, an empty file created or deleted, or a change of mode alone.
     old, new = _header_paths("--- " + header[1], "+++ " + header[2], start + 1)
+    if renamed:
+        old, new = _renamed(renamed, start + 1)
+    elif "new file mode" in modes:
+        old = None
+    elif "deleted file mode" in modes:
+        new = None
+    elif "new mode" not in modes:
+        return i  # nothing to apply
     files.append(FilePatch(old, new, (), mode))
     return i
+
+
+def _renamed(found: dict[str, str], number: int) -> tuple[RelPath, RelPath]:
+    """The paths of git's `rename from` / `rename to` lines (no a/ b/ prefixes there)."""
+    if set(found) != {"from", "to"}:
+        raise StagingError(f"patch line {number}: a rename needs both 'rename from' and "
+                           "'rename to' lines")  # fmt: skip
+    try:
+        return rel(_header_name(found["from"]) or ""), rel(_header_name(found["to"]) or "")
+    except PathError as exc:
+        raise PathError(f"patch line {number}: {exc}") from None
 
 
 def _header_paths(
