@@ -91,6 +91,29 @@ def test_restore_false_starts_empty_and_drop_deletes_durably(project: Path, tmp_
         assert ws.branches["a"].read("pkg/mod.py") == "newer a\n"
 
 
+def test_a_dropped_branchs_blobs_leave_the_state_directory_when_it_closes(
+    project: Path, tmp_path: Path
+) -> None:
+    """A dropped branch's content goes from disk once the workspace closes, not only at the
+    next open; blobs another branch names stay."""
+    state = tmp_path / "state"
+    blobs = state / "blobs"
+    big, shared = os.urandom(4 << 20), b"shared\n" * 4096
+    with reopen(project, state) as ws:
+        keep, gone = ws.branch("keep"), ws.branch("gone")
+        keep.write_bytes("data/shared.bin", shared)
+        gone.write_bytes("data/shared.bin", shared)
+        gone.write_bytes("data/big.bin", big)
+        named = hashlib.sha256(big).hexdigest()
+        assert (blobs / named).exists()
+        gone.drop()
+    assert not (blobs / named).exists()
+    assert (blobs / hashlib.sha256(shared).hexdigest()).exists()
+    with reopen(project, state) as ws:
+        assert list(ws.branches) == ["keep"]
+        assert ws.branches["keep"].read_bytes("data/shared.bin") == shared
+
+
 def test_a_branch_whose_base_changed_comes_back_as_it_was(project: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     with reopen(project, state) as ws:

@@ -202,6 +202,7 @@ class DurableStore:
         self._closing = threading.Event()  # ends its linger
         self._flusher: threading.Thread | None = None
         self._bases: IdentityCache[str] = IdentityCache(256)  # base bytes -> their blob
+        self._dropped = False  # a branch was dropped: its blobs go at close
         try:
             self.blobs = Blobs(os.path.join(path, "blobs"), fsync=sync != "normal")
             self._db = sqlite3.connect(os.path.join(path, "record.sqlite"),
@@ -231,6 +232,12 @@ class DurableStore:
             self._closing.set()
             self._dirty.set()
             self._flusher.join()  # its last round flushes everything
+        if self._dropped:  # nothing records any more: no blob can be named meanwhile
+            try:
+                self.sweep()
+            except (OSError, sqlite3.Error):  # the next open sweeps again
+                log.warning("%s: could not remove dropped branches' blobs", self.path,
+                            exc_info=True)  # fmt: skip
         with self._mutex:
             self._db.close()
             os.close(self._lock_fd)
@@ -258,7 +265,10 @@ class DurableStore:
         self._record(state, "rebase", lambda put: {p: [put(b), m] for p, (b, m) in bases.items()})
 
     def drop(self, state: BranchState) -> None:
+        """Delete the branch's records; its blobs (unless another record names them) leave
+        the directory when the store closes: a sweep reads every record, too slow per drop."""
         self._guarded(lambda: self._db.execute(DELETE, (state.key,)))
+        self._dropped = True
 
     def _record(self, state: BranchState, kind: str, body: Callable[[Put], Any]) -> None:
         """Write the blobs `body` names, then commit the record (one statement in autocommit:
