@@ -95,11 +95,18 @@ def ruff_lints(path: str, text: bytes) -> list[Lint]:
 
 def reference_flags(lints: list[Lint], base: list[Lint], origin: list[int | None]) -> list[bool]:
     """Brute force: a lint is old when a base lint with its code, source and message sits on
-    the base line its line came from (each base lint excusing one)."""
-    left = Counter((b.line, b.key) for b in base)
+    the base line its line came from (each base lint excusing one); a lint on an empty range
+    at 1:1 (about the whole file) when the base had one too."""
+
+    def where(lint: Lint, line: int | None) -> object:
+        return (
+            "file" if (lint.line, lint.column, lint.end_line, lint.end_column) == (1,) * 4 else line
+        )
+
+    left = Counter((where(b, b.line), b.key) for b in base)
     flags = []
     for lint in lints:
-        slot = (origin[lint.line - 1], lint.key)
+        slot = (where(lint, origin[lint.line - 1]), lint.key)
         flags.append(not left[slot] > 0)
         left[slot] -= 1 if left[slot] > 0 else 0
     return flags
@@ -176,6 +183,27 @@ def test_a_comment_appended_to_a_linted_line_keeps_its_lint_old(
     assert touched[touched["code"] == "F401"]["new"].tolist() == [False]
     f401 = added[added["code"] == "F401"]
     assert sorted(zip(f401["line"], f401["new"], strict=True)) == [(1, False), (2, True)]
+
+
+@needs_fuse
+@pytest.mark.skipif(not available_servers().get("ruff"), reason="ruff is not installed")
+def test_a_lint_about_the_whole_file_stays_old_when_lines_come_above_line_1(
+    library: Path, tmp_path: Path
+) -> None:
+    """An executable module without a shebang (EXE002, at 1:1 on an empty range): a comment
+    put above line 1 leaves it old; the F401 of an import put there is new."""
+    project = tmp_path / "project"
+    shutil.copytree(library, project)
+    config = project / "pyproject.toml"
+    config.write_text(config.read_text().replace('"E9", "F"]', '"E9", "F", "EXE"]', 1))
+    rel = "more_itertools/recipes.py"
+    (project / rel).chmod(0o755)  # as more.py is in the sdist
+    with sk.Workspace(project, servers=["ruff"]) as ws:
+        branch = ws.branch("a")
+        branch.write(rel, "# a comment\nimport json\n" + branch.read(rel))
+        table = branch.lint([rel], servers=["ruff"])
+    new = {code: bool(flag) for code, flag in zip(table["code"], table["new"], strict=True)}
+    assert new.get("EXE002") is False and new.get("F401") is True, table[["line", "code", "new"]]
 
 
 def test_a_lint_moved_by_lines_added_above_stays_old(library: Path, tmp_path: Path) -> None:

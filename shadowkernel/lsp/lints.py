@@ -99,20 +99,31 @@ def flag_new(
     A lint is old when an equal one (same code, source, message) exists in the base on the
     line its line maps from (`linemap.line_map`: unchanged lines, and lines the edit touched
     but kept); each base lint excuses one lint only. A path without a map is unchanged (its
-    lines map to themselves).
+    lines map to themselves). A lint about the whole file (`about_the_file`: ruff's EXE002,
+    D100, INP001) is old when the base had it, whatever lines an edit put above line 1.
     """
-    available = Counter((b.path, b.line, b.key) for b in base_lints)
+    available = Counter(_slot(b, b.line) for b in base_lints)
     flags = []
     for lint in lints:
         mapping = maps.get(lint.path)
         base_line = lint.line if mapping is None else mapping.get(lint.line)
-        slot = None if base_line is None else (lint.path, base_line, lint.key)
+        slot = None if base_line is None and not about_the_file(lint) else _slot(lint, base_line)
         if slot is not None and available[slot] > 0:
             available[slot] -= 1
             flags.append(False)
         else:
             flags.append(True)
     return flags
+
+
+def about_the_file(lint: Lint) -> bool:
+    """A lint on an empty range at the file's very start: servers put there what concerns the
+    file as a whole (a missing shebang or docstring), not its first line."""
+    return lint.line == lint.column == lint.end_line == lint.end_column == 1
+
+
+def _slot(lint: Lint, line: int | None) -> tuple[object, ...]:
+    return (lint.path, "file" if about_the_file(lint) else line, lint.key)
 
 
 def _bytes(text: str | bytes) -> bytes:
