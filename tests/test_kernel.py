@@ -254,3 +254,61 @@ def test_timeline_display_and_follow(k: Kernel) -> None:
     sizes = [len(u["content"]["data"][TIMELINE]["events"]) for u in updates]
     assert sizes == sorted(sizes) and sizes[-1] > len(bundle["events"])
     assert json.dumps(updates[-1]["content"]["data"][TIMELINE])
+
+
+def test_arguments_split_as_a_shell_splits_them(k: Kernel, project: Path) -> None:
+    """A quoted path with a space is one path, quotes removed, staged and accepted by that
+    name (IPython's own splitting kept the quotes: a folder named `"docs` was written)."""
+    k.ok('%branch new "quoted"')
+    assert k.value("sorted(ws.branches)").count("'quoted'") == 1
+    staged = k.ok('%%stage quoted "docs/release notes.txt"\nhello\n').stdout
+    assert "quoted v1: write docs/release notes.txt" in staged
+    k.ok("%%stage quoted docs/it\\'s\\ here.txt\nescaped\n")  # backslash escapes work too
+    assert k.value("sorted(ws.branches['quoted'].files)") == repr(
+        ["docs/it's here.txt", "docs/release notes.txt"]
+    )
+    accepted = k.ok("%branch accept 'quoted'").stdout
+    assert "docs/release notes.txt" in accepted
+    assert (project / "docs" / "release notes.txt").read_text() == "hello\n"
+    assert (project / "docs" / "it's here.txt").read_text() == "escaped\n"
+    assert not [p for p in project.iterdir() if '"' in p.name or "'" in p.name]
+    message = k.usage_error('%%stage quoted "docs/unclosed.txt\nX = 1\n')
+    assert "no closing quotation" in message and "close the quote" in message
+    k.ok("%branch drop quoted")
+
+
+@pytest.mark.fallback(OFFLINE_NEEDS_NAMESPACES, unless="namespaces")
+def test_shadow_run_keep_and_diff_scratch(k: Kernel, project: Path) -> None:
+    """Without --keep a run's writes go to the scratch layer (`%branch diff --scratch` lists
+    them, accept leaves them out); with --keep they become the branch's next version."""
+    k.ok("%branch new keep")
+    k.ok("%%shadow_run keep\necho scratch > scratch.txt")
+    assert "scratch.txt" not in k.ok("%branch diff keep").data("text/plain")[0]
+    assert "scratch.txt" in k.ok("%branch diff keep --scratch").data("text/plain")[0]
+    kept = k.ok("%%shadow_run keep --keep\necho kept > kept.txt").data("text/plain")[0]
+    assert "kept as version 1" in kept
+    assert k.value("ws.branches['keep'].read('kept.txt')") == repr("kept\n")
+    assert "+kept" in k.ok("%branch diff keep").data("text/plain")[0]
+    assert "--scratch goes with %branch diff" in k.usage_error("%branch list --scratch")
+    page = k.run("%%shadow_run?").reply["content"]["payload"][0]["data"]["text/plain"]
+    assert "--keep" in page and "scratch layer" in page and "stays in the branch" not in page
+    k.ok("%branch drop keep")
+
+
+def test_small_messages(k: Kernel) -> None:
+    k.ok("%branch new dup")
+    message = k.usage_error("%branch new dup")
+    assert "exists" in message and "%branch drop dup" in message
+    assert "takes no NAME" in k.usage_error("%branch list dup")
+    required = k.usage_error("%lint")
+    assert "required: branch" in required and "paths" not in required
+    for magic in ("%%stage", "%%shadow_run"):
+        page = k.run(f"{magic}?").reply["content"]["payload"][0]["data"]["text/plain"]
+        usage = [line.strip() for line in page.splitlines() if line.strip().startswith("%")]
+        assert usage[0].startswith(f"{magic} ["), usage
+    k.ok("%branch drop dup")
+
+
+def test_close_with_nothing_open_says_so(project: Path) -> None:
+    with kernel() as other:
+        assert "no shadow is open: nothing to close" in other.ok("%shadow close").stdout

@@ -14,7 +14,10 @@ import nbformat
 import pytest
 from kernel_helpers import REPO
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from overlay_helpers import needs_fuse
+
+from shadowkernel.kernel.commands import failure_line
 
 pytestmark = [needs_fuse, pytest.mark.timeout(240)]
 
@@ -22,8 +25,12 @@ TIMELINE = "application/vnd.shadowkernel.timeline+json"
 
 
 def execute(name: str, tmp_path: Path) -> Any:
+    """Run the notebook in a copy of notebooks/ (the same copy when called again, as a
+    teacher's Restart & Run All runs it again on the same folder)."""
     folder = tmp_path / "notebooks"
-    shutil.copytree(REPO / "notebooks", folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    if not folder.exists():
+        shutil.copytree(REPO / "notebooks", folder,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints"))  # fmt: skip
     notebook = nbformat.read(folder / name, as_version=4)
     client = NotebookClient(notebook, timeout=180, kernel_name="shadowkernel",
                             resources={"metadata": {"path": str(folder)}})  # fmt: skip
@@ -56,7 +63,8 @@ def timeline(notebook: Any) -> dict:
 
 
 def test_tour(tmp_path: Path) -> None:
-    nb = execute("01_tour.ipynb", tmp_path)
+    execute("01_tour.ipynb", tmp_path)
+    nb = execute("01_tour.ipynb", tmp_path)  # again, on the same folder: the same outcome
     base = text(nb, "%branch new fix", "text/html")
     assert "F401" in base and "F821" in base and "○ old" in base
     fixed = [c for c in nb.cells if c.source == "%lint fix"][0].outputs[0].data["text/html"]
@@ -85,7 +93,8 @@ def test_tour(tmp_path: Path) -> None:
 
 
 def test_agent_loop(tmp_path: Path) -> None:
-    nb = execute("02_agent_loop.ipynb", tmp_path)
+    execute("02_agent_loop.ipynb", tmp_path)
+    nb = execute("02_agent_loop.ipynb", tmp_path)  # again, on the same folder
     events = timeline(nb)["events"]
     assert {e["branch"] for e in events} == {"report", "stock"}
     turns = text(nb, "import pandas as pd", "text/html")
@@ -96,3 +105,12 @@ def test_agent_loop(tmp_path: Path) -> None:
     assert "+import math" not in diff and "stock.value()" in diff
     source = "".join(c.source for c in nb.cells)
     assert "OpenAIChatAgent" in source and "base_url" in source
+
+
+def test_tour_failure_names_the_error() -> None:
+    """`shadowkernel tour` ends a failed run with the cell's error, not the rule of dashes
+    that closes nbclient's text when the kernel sent no traceback (a UsageError)."""
+    text = "An error occurred while executing the following cell:\n------------------\n"
+    error = CellExecutionError(f"{text}%branch new fix\n------------------\n", "UsageError",
+                               "branch 'fix' exists: use it as it is,\nor drop it")  # fmt: skip
+    assert failure_line(error) == "UsageError: branch 'fix' exists: use it as it is, or drop it"

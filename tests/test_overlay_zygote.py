@@ -23,7 +23,7 @@ from waiting import wait_for
 
 from shadowkernel.errors import OverlayError
 from shadowkernel.overlay import fastpath, zygote
-from shadowkernel.overlay.shadow import Shadow
+from shadowkernel.overlay.shadow import Shadow, failure
 from shadowkernel.overlay.store import File
 
 pytestmark = needs_fuse
@@ -112,7 +112,7 @@ def test_a_killed_zygote_is_replaced_and_its_fork_ends(project: Path) -> None:
 
 FORKED = """
 import os, sys
-from shadowkernel.overlay.shadow import Shadow
+from shadowkernel.overlay.shadow import Shadow, failure
 
 def zygote_of(pid):
     with open(f"/proc/{pid}/stat") as f:
@@ -149,3 +149,39 @@ def test_without_the_zygote_each_overlay_is_our_own_child(
         assert parent_of(shadow.pid or 0) == os.getpid()
         assert "shadowkernel.overlay.server" in command_of(shadow.pid or 0)
         assert sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(project))
+
+
+BESIDE = """
+import os, sys
+from shadowkernel.overlay.shadow import Shadow, failure
+with Shadow(sys.argv[1]) as shadow:
+    print(sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(sys.argv[1])))
+"""
+
+
+@pytest.mark.parametrize("fork", ["1", "0"])
+def test_a_module_in_the_working_directory_shadows_nothing(
+    project: Path, tmp_path: Path, fork: str
+) -> None:
+    """A notebook folder holding `outcome.py` (a name trio imports) still mounts: the zygote
+    and the overlay process do not put the working directory on sys.path. In a process of its
+    own, whose zygote starts in that folder."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    (folder / "outcome.py").write_text("raise ImportError('the user\\'s outcome.py')\n")
+    env = {**os.environ, "SHADOWKERNEL_OVERLAY_FORK": fork}
+    done = subprocess.run([sys.executable, "-c", BESIDE, str(project)], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"], done.stderr
+
+
+def test_a_failed_mount_names_the_exception_first() -> None:
+    log = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "    import outcome\nImportError: the user's outcome.py\n"
+    )
+    first = failure(log).splitlines()[0]
+    assert first == "ImportError: the user's outcome.py"
+    assert failure(log).endswith(log.strip())
+    assert failure("fusermount3: mount failed\n") == "fusermount3: mount failed"

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import kernelspec
 
@@ -96,10 +97,17 @@ def cmd_tour(args: argparse.Namespace) -> int:
         print(line)
     took = time.monotonic() - start
     if failed is not None:
-        print(f"FAILED after {took:.0f} s: {str(failed).strip().splitlines()[-1]}")
+        print(f"FAILED after {took:.0f} s: {failure_line(failed)}")
         return 1
     print(f"{args.notebook.name}: every cell ran in {took:.0f} s; executed copy: {args.output}")
     return 0
+
+
+def failure_line(error: Any) -> str:
+    """The error of a failed cell in one line, `UsageError: branch 'fix' exists: ...` (the
+    error's text ends in a rule of dashes when the kernel sent no traceback)."""
+    value = " ".join(str(error.evalue).split())
+    return f"{error.ename}: {value}" if value else str(error.ename)
 
 
 def outcome_lines(notebook: object, width: int = 100) -> list[str]:

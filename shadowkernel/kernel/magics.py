@@ -1,6 +1,7 @@
 """The magics: one `Magics` class per topic, each magic a few lines over the public API.
 
-Every magic parses its line with `magic_arguments` (so `%lint?` explains itself), delegates
+Every magic parses its line with `magic_arguments` (so `%lint?` explains itself), its words
+split by shell rules (`"docs/release notes.txt"` is one path, quotes removed), delegates
 to the `Session` (which owns the workspace and makes waits interruptible), and turns any
 `ShadowError` into a one-line `UsageError`: the user can fix it, and a traceback would hide
 the message. Anything else is a bug and keeps its traceback.
@@ -9,19 +10,21 @@ the message. Anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import functools
+import shlex
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pandas as pd
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..errors import ShadowError
 from ..workspace.statedir import restored_summary
 from . import live, parsing
 from .display import HoverText, Locations
-from .session import Session
+from .session import Interrupted, Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +43,28 @@ def usage_errors(method: F) -> F:
 
 
 def _args(magic: Callable[..., Any], line: str) -> Any:
-    return parse_argstring(magic, line)
+    """The magic's arguments, its line split as a shell splits it (IPython's own splitting
+    keeps quotes in the words: a path in quotes would be staged with them in its name)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as error:  # "No closing quotation", "No escaped character"
+        hint = "close the quote, or escape a lone quote or trailing backslash with a backslash"
+        raise UsageError(f"{str(error).lower()} in {line.strip()!r}: {hint}") from None
+    try:
+        return magic.parser.parse_args(words)
+    except UsageError as error:
+        raise UsageError(_required(magic, str(error))) from None
+
+
+def _required(magic: Callable[..., Any], message: str) -> str:
+    """argparse's "the following arguments are required: branch, paths" without the
+    positionals that may be left out (argparse names a `nargs="*"` one after a missing one)."""
+    head, found, names = message.partition("the following arguments are required: ")
+    if not found:
+        return message
+    optional = {a.dest for a in magic.parser._actions if a.nargs in ("*", "?")}
+    kept = [n for n in names.split(", ") if n not in optional]
+    return f"{head}{found}{', '.join(kept)}"
 
 
 class _SessionMagics(Magics):
@@ -69,6 +93,9 @@ class ShadowMagics(_SessionMagics):
     @argument("--stop", action="store_true", help="mcp: stop serving")
     @argument("--mode", choices=["auto", "fuse", "documents"], default="auto",
               help="fuse: a FUSE mount; documents: the fallback without one")  # fmt: skip
+    @argument("--in-memory", action="store_true",
+              help="open: keep branches in this kernel only, none restored and none kept "
+                   "(state=None): a demo notebook runs again from the same start")  # fmt: skip
     @line_magic
     @usage_errors
     def shadow(self, line: str) -> Any:
@@ -77,13 +104,15 @@ class ShadowMagics(_SessionMagics):
         if args.action == "open":
             if not args.path:
                 raise UsageError("%shadow open needs PATH, the project folder to shadow")
-            ws = self.session.open(args.path, args.servers, args.lanes, args.mode)
+            ws = self.session.open(args.path, args.servers, args.lanes, args.mode,
+                                   in_memory=args.in_memory)  # fmt: skip
             print(f"shadow of {ws.root} open with {', '.join(ws.servers)} (as `ws`)")
             print(f"mode: {ws.mode} ({ws.mode_reason})")
             print(restored_summary(ws.restored, ws.state_dir))
         elif args.action == "close":
-            self.session.close()
-            print("shadow closed: servers stopped, unmounted")
+            closed = self.session.close()
+            print("shadow closed: servers stopped, unmounted" if closed else
+                  "no shadow is open: nothing to close")  # fmt: skip
         elif args.action == "mcp":
             self._mcp(args)
         elif args.action == "status":
@@ -112,23 +141,35 @@ class BranchMagics(_SessionMagics):
     @magic_arguments()
     @argument("action", choices=["new", "list", "diff", "accept", "drop"])
     @argument("name", nargs="?", help="the branch (all actions but list)")
+    @argument("--scratch", action="store_true",
+              help="diff: also list what runs wrote to the branch's scratch layer (which "
+                   "accept leaves out; %%%%shadow_run --keep stages it instead)")  # fmt: skip
     @line_magic
     @usage_errors
     def branch(self, line: str) -> Any:
         """new NAME forks from the user's files; accept NAME writes them (the only magic that
-        does); diff NAME shows the edits; drop NAME forgets them; list shows all branches."""
+        does); diff NAME shows the edits (--scratch: and what runs wrote); drop NAME forgets
+        them; list shows all branches."""
         args = _args(self.branch, line)
+        if args.scratch and args.action != "diff":
+            raise UsageError("--scratch goes with %branch diff NAME")
         if args.action == "list":
+            if args.name:
+                raise UsageError(f"%branch list takes no NAME (got {args.name!r})")
             return _branch_table(self.session.require())
         if not args.name:
             raise UsageError(f"%branch {args.action} needs NAME")
         if args.action == "new":
-            branch = self.session.require().branch(args.name)
+            ws = self.session.require()
+            if args.name in ws.branches:
+                raise UsageError(f"branch {args.name!r} exists: use it as it is, or "
+                                 f"%branch drop {shlex.quote(args.name)} first")  # fmt: skip
+            branch = ws.branch(args.name)
             print(f"branch {branch.name!r} forked from {branch.workspace.root}")
             return None
         branch = self.session.branch(args.name)
         if args.action == "diff":
-            return branch.diff()
+            return branch.diff(scratch=args.scratch)
         if args.action == "drop":
             branch.drop()
             print(f"branch {args.name!r} dropped; the user's folder is untouched")
@@ -148,9 +189,9 @@ def _branch_table(ws: Any) -> pd.DataFrame:
 class StageMagics(_SessionMagics):
     """Stage edits on a branch."""
 
-    @magic_arguments()
+    @magic_arguments("%stage")  # its usage line reads %%stage
     @argument("branch")
-    @argument("path", nargs="?", help="the file (not with --patch)")
+    @argument("path", nargs="?", help="the file (not with --patch); quote a path with spaces")
     @argument(
         "--patch",
         action="store_true",
@@ -248,7 +289,7 @@ class NavigationMagics(_SessionMagics):
 class RunMagics(_SessionMagics):
     """Run code inside the shadow."""
 
-    @magic_arguments()
+    @magic_arguments("%shadow_run")  # its usage line reads %%shadow_run
     @argument("branch")
     @argument("--timeout", type=float, default=60, metavar="S", help="kill after S seconds")
     @argument("--net", action="store_true", help="allow network access (default: cut off)")
@@ -257,12 +298,18 @@ class RunMagics(_SessionMagics):
         action="store_true",
         help="the cell is Python code (run by the project's interpreter)",
     )
+    @argument("--keep", action="store_true",
+              help="stage what the run wrote under the project as the branch's next version "
+                   "(a formatter, a codemod, generated code)")  # fmt: skip
     @cell_magic
     @usage_errors
     def shadow_run(self, line: str, cell: str) -> Any:
         """Run the cell (a shell command, or Python with --python) inside the shadow at
-        BRANCH's version. Returns the RunResult (stdout, stderr, exit code, written files);
-        what the run writes stays in the branch. Interrupting the cell kills the run."""
+        BRANCH's version. Returns the RunResult (stdout, stderr, exit code, written files).
+        What the run writes goes to the branch's scratch layer: later runs see it, but lints,
+        %branch diff and %branch accept do not (%branch diff NAME --scratch lists it); with
+        --keep it becomes the branch's next version instead. Interrupting the cell kills the
+        run and shows what it printed so far."""
         args = _args(self.shadow_run, line)
         branch = self.session.branch(args.branch)
         if args.timeout <= 0:
@@ -270,8 +317,14 @@ class RunMagics(_SessionMagics):
         command = cell if args.python else cell.strip()
         if not command.strip():
             raise UsageError("the cell is empty: give a command (or Python code with --python)")
-        return self.session.run(branch, command, timeout=args.timeout, network=args.net,
-                                python=args.python)  # fmt: skip
+        try:
+            return self.session.run(branch, command, timeout=args.timeout, network=args.net,
+                                    python=args.python, keep=args.keep)  # fmt: skip
+        except Interrupted as stop:
+            if stop.result is not None:  # what the run printed before it was killed
+                sys.stdout.write(stop.result.stdout)
+                sys.stderr.write(stop.result.stderr)
+            raise UsageError("run interrupted (its processes were killed)") from None
 
 
 @magics_class

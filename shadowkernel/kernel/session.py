@@ -7,7 +7,9 @@ therefore returns at once. For runs that is not enough, because the scheduler
 shields a request from callers giving up: `Session.run` tags the run's environment with a
 fresh id, and on interrupt kills every process carrying that id (now, or as soon as it
 starts if the run was still queued). The run then ends like a killed program, with what it
-wrote so far kept in the branch's scratch layer.
+wrote so far kept in the branch's scratch layer; `Session.run` waits a moment for that end and
+raises `Interrupted` with the run's result (what it printed so far), or None if a second
+interrupt came first.
 """
 
 from __future__ import annotations
@@ -26,6 +28,17 @@ from ..workspace.bridge import wait
 
 T = TypeVar("T")
 
+KILL_WAIT = 10.0  # seconds an interrupted run may take to end once its processes are killed
+
+
+class Interrupted(Exception):
+    """A run the user interrupted: its processes were killed. `result`: the RunResult of the
+    killed run (its output so far), or None when it did not end within KILL_WAIT."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__("run interrupted (its processes were killed)")
+        self.result = result
+
 
 class Session:
     """One per shell: `%shadow open` puts its workspace here and into the namespace as `ws`."""
@@ -40,18 +53,24 @@ class Session:
 
     # -- the workspace ------------------------------------------------------------------------
 
-    def open(self, path: str, servers: list[str], lanes: int = 1, mode: str = "auto") -> Workspace:
+    def open(self, path: str, servers: list[str], lanes: int = 1, mode: str = "auto",
+             in_memory: bool = False) -> Workspace:  # fmt: skip
         """A new shadow of `path`; the previous one closes only once this one is open. Of the
         same folder, it closes first (one workspace at a time holds the folder's durable
-        branches) and opens again as it was, its branches restored, if the new one fails."""
+        branches) and opens again as it was, its branches restored, if the new one fails.
+        `in_memory`: branches in this kernel only (`state=None`), none restored or kept."""
         old = self.workspace
+        state: dict[str, Any] = {"state": None} if in_memory else {}
         if old is None or old.root != os.path.realpath(path):
-            workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
+            workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode,
+                                  **state)  # fmt: skip
         else:
-            again = {"servers": old.servers, "lanes": len(old.shadows), "mode": old.mode}
+            again = {"servers": old.servers, "lanes": len(old.shadows), "mode": old.mode,
+                     **({"state": None} if old.state_dir is None else {})}  # fmt: skip
             self.close()
             try:
-                workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode)
+                workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode,
+                                      **state)  # fmt: skip
             except BaseException:
                 self._install(self.call(Workspace, old.root, **again))
                 raise
@@ -83,13 +102,15 @@ class Session:
                              f"create it with %branch new {name}")  # fmt: skip
         return branch
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Close the session's workspace; False if none was open."""
         self.stop_mcp()
         ws, self.workspace = self.workspace, None
         if ws is not None:
             ws.close()
             if self.shell is not None and self.shell.user_ns.get(self.name) is ws:
                 del self.shell.user_ns[self.name]
+        return ws is not None
 
     # -- outside agents (MCP) --------------------------------------------------------------------
 
@@ -136,14 +157,18 @@ class Session:
         return wait(self._pool.submit(fn, *args, **kwargs))
 
     def run(self, branch: Branch, command: str, **options: Any) -> Any:
-        """branch.run(command, ...) which an interrupt cancels (its processes are killed)."""
+        """branch.run(command, ...) which an interrupt cancels (its processes are killed):
+        then `Interrupted`, with the killed run's result once it ended."""
         cancel = threading.Event()
         future = self._pool.submit(branch.run, command, cancel=cancel, **options)
         try:
             return wait(future)
         except KeyboardInterrupt:
             cancel.set()
-            raise
+        result = None
+        with contextlib.suppress(BaseException):  # a second interrupt: stop waiting
+            result = future.result(timeout=KILL_WAIT)
+        raise Interrupted(result)
 
     # -- shutdown -------------------------------------------------------------------------------
 

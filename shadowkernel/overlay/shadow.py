@@ -12,7 +12,6 @@ import contextlib
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -127,8 +126,8 @@ class Shadow:
         # A fork of the zygote, which imported the overlay's modules once; else a new process.
         self._process = zygote.spawn(arguments, child_end.fileno(), self._log.fileno())
         if self._process is None:
-            command = [sys.executable, "-m", "shadowkernel.overlay.server", *arguments,
-                       "--control", str(child_end.fileno())]  # fmt: skip
+            command = zygote.python_command("shadowkernel.overlay.server", *arguments,
+                                            "--control", str(child_end.fileno()))  # fmt: skip
             self._process = subprocess.Popen(
                 command, pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL,
                 stdout=self._log, stderr=self._log, start_new_session=True,
@@ -146,7 +145,7 @@ class Shadow:
             hello = channel.receive(parent_end)
         except (EOFError, OSError) as exc:
             raise OverlayError(f"the overlay process failed to mount {self.mountpoint}: "
-                               f"{self._stderr() or exc}") from None  # fmt: skip
+                               f"{failure(self._stderr()) or exc}") from None  # fmt: skip
         finally:
             parent_end.settimeout(None)
         assert hello[0] == "ready", hello
@@ -287,8 +286,18 @@ class Shadow:
         )
 
     def _stderr(self) -> str:
+        """What the overlay process logged (its last 4000 characters)."""
         if self._process is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=5)
         self._log.seek(0)
         return self._log.read().decode(errors="replace").strip()[-4000:]
+
+
+def failure(log: str) -> str:
+    """A failed overlay's log with what went wrong first: a traceback's last line (the
+    exception) ahead of the traceback, so a one-line account names the error."""
+    lines = [line for line in log.strip().splitlines() if line.strip()]
+    if not any(line.startswith("Traceback (most recent call last)") for line in lines):
+        return log.strip()
+    return f"{lines[-1].strip()}\n{log.strip()}"

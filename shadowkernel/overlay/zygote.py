@@ -14,6 +14,11 @@ the child (`Forked` reads it, as `Popen` reads a child's status). Where a zygote
 or `SHADOWKERNEL_OVERLAY_FORK=0`, `spawn` returns None and `Shadow` starts the process itself.
 
     python -m shadowkernel.overlay.zygote FD   (FD: its end of a SOCK_SEQPACKET pair)
+
+Both the zygote and a process started without it run by `python_command`: the kernel's working
+directory is not on their sys.path (`-P`), so a user's `outcome.py` beside the notebook cannot
+shadow one of trio's dependencies; PYTHONPATH is kept, and this package is found where the
+kernel found it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,19 @@ MESSAGE = 1 << 20  # bytes: a request is an argv, an environment and a folder
 
 
 # -- the kernel's side ------------------------------------------------------------------------
+
+# The folder this package was imported from (site-packages, or a checkout).
+HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def python_command(module: str, *arguments: str) -> list[str]:
+    """`python -m MODULE *arguments` without the working directory on sys.path (`-P`: a
+    user's module in the kernel's folder named like one of trio's dependencies would break
+    the mount), this package found where the kernel found it (appended when no default
+    path has it, as for a kernel started in a checkout)."""
+    code = (f"import runpy, sys; h = {HOME!r}; h in sys.path or sys.path.append(h); "
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")  # fmt: skip
+    return [sys.executable, "-P", "-c", code, *arguments]
 
 
 class Forked:
@@ -98,7 +116,7 @@ class _Zygote:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "shadowkernel.overlay.zygote", str(theirs.fileno())],
+            python_command("shadowkernel.overlay.zygote", str(theirs.fileno())),
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
