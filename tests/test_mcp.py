@@ -135,7 +135,12 @@ async def merging(agent: Agent) -> None:
     await agent.call("replace_in_file", branch="c", path="pkg/mod.py", old="a + b", new="a - b")
     clash = await agent.call("merge_check", a="a", b="c")
     assert clash["conflicts"] == ["pkg/mod.py"]
-    await agent.call("drop_branch", branch="c")
+    assert clash["branch"] == "merge-a-c"
+    marked = (await agent.call("read_file", branch="merge-a-c", path="pkg/mod.py"))["content"]
+    assert marked.index("<<<<<<< a") < marked.index("a * b") < marked.index("a - b")
+    assert marked.index("a - b") < marked.index(">>>>>>> c")
+    dropped = await agent.call("drop_branch", branch="c")
+    assert dropped == {"branch": "c", "dropped": "c"}  # `branch`, as every branch answer
     names = [b["name"] for b in (await agent.call("list_branches"))["branches"]]
     assert "c" not in names and {"a", "b", name} <= set(names)
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psutil
@@ -32,7 +34,7 @@ from mcp_helpers import (
 from overlay_helpers import needs_fuse, snapshot
 from waiting import wait_for, wait_until
 
-from shadowkernel.agents.tools import TOOL_NAMES, Tools
+from shadowkernel.agents.tools import COMMAND_LIMIT, TOOL_NAMES, Tools
 from shadowkernel.mcp.transports import REQUEST_LIMIT
 
 pytestmark = [needs_fuse, pytest.mark.timeout(240)]
@@ -109,6 +111,51 @@ def test_a_client_that_goes_away_ends_its_run(src: Path, tmp_path: Path) -> None
         anyio.run(wait_until, lambda: not sleeping("4519"), 10, "the left run's processes")
 
 
+KILLED_CLIENT = """\
+import sys, anyio
+from mcp_helpers import over_http
+
+async def main(url, token):
+    async with over_http(url, token) as agent:
+        await agent.call("create_branch", name="a")
+        await agent.session.call_tool("run", {"branch": "a", "command": "sleep 4520"})
+
+anyio.run(main, sys.argv[1], sys.argv[2])
+"""
+
+
+def gone(pid: int) -> bool:
+    """The process `pid` has exited (reaped, or a zombie: nothing runs any more)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_killed_http_client_ends_its_run_and_frees_the_branch(src: Path, tmp_path: Path) -> None:
+    """A client killed mid-run sends neither a cancel nor a DELETE: only its connection
+    closes. The run's process dies (checked by pid), and the branch's next run is served."""
+
+    async def next_run(url: str, token: str) -> dict[str, Any]:
+        async with over_http(url, token) as agent:
+            with anyio.fail_after(60):  # far below the 4520 s the orphaned run would take
+                return await agent.call("run", branch="a", command="echo next")
+
+    with http_server(src, tmp_path / "token") as served:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])])}  # fmt: skip
+        client = subprocess.Popen([sys.executable, "-c", KILLED_CLIENT, served.url, served.token],
+                                  env=env)  # fmt: skip
+        try:
+            (run,) = wait_for(lambda: sleeping("4520"), 60, "the client's run")
+        finally:
+            client.kill()
+            client.wait()
+        wait_for(lambda: gone(run.pid), 10, f"the killed client's run (pid {run.pid}) to end")
+        ran = anyio.run(next_run, served.url, served.token)
+        assert ran["result"]["stdout"] == "next\n"
+
+
 def test_runs_answer_agent_sized_results(src: Path) -> None:
     async def session() -> None:
         async with over_stdio(src) as agent:
@@ -132,6 +179,18 @@ def test_runs_answer_agent_sized_results(src: Path) -> None:
             assert late["result"]["stdout"] == "started\n" and not late["result"]["ok"]
             assert "max_output" in await agent.error("run", branch="a", command="true",
                                                      max_output=0)  # fmt: skip
+            # A command is one argument of bash -c: over Linux's limit for one, a clear error.
+            fits = "echo fits #" + "x" * (COMMAND_LIMIT - len("echo fits #"))
+            assert (await agent.call("run", branch="a", command=fits))["result"]["stdout"] == (
+                "fits\n")  # fmt: skip
+            message = await agent.error("run", branch="a", command=fits + "x")
+            assert message.endswith(f"command: {COMMAND_LIMIT + 1} bytes, over the "
+                                    f"{COMMAND_LIMIT}-byte limit of one argument (bash -c); "
+                                    "write_file the script (e.g. gen.sh) and run it: "
+                                    "bash gen.sh")  # fmt: skip
+            tools = {t.name: t for t in (await agent.session.list_tools()).tools}
+            said = tools["run"].input_schema["properties"]["command"]["description"]
+            assert f"at most {COMMAND_LIMIT} bytes" in said and "write_file" in said
 
     anyio.run(session)
 
@@ -168,11 +227,32 @@ def test_tools_are_described_and_hinted_and_errors_are_sentences(src: Path) -> N
                 ("lint", {"branch": "a", "new_only": "maybe"}, "lint: argument 'new_only'"),
                 ("accept", {"branch": "a"}, "--allow-accept"),
                 ("create_branch", {"name": "a"}, "drop_branch it"),
+                # A misspelled or unknown argument is refused, not silently dropped.
+                ("lint", {"branch": "a", "path": "pkg/mod.py"},
+                 "lint: unknown argument 'path' (did you mean 'paths'?); "
+                 "lint takes branch, paths, new_only, servers"),
+                ("run", {"branch": "a", "command": "sleep 30", "timout": 1},
+                 "run: unknown argument 'timout' (did you mean 'timeout'?)"),
+                ("read_file", {"branch": "a", "path": "pkg/mod.py", "ofset": 5, "x": 1},
+                 "read_file: unknown arguments 'ofset' (did you mean 'offset'?), 'x'; "),
+                ("list_branches", {"all": True}, "list_branches takes no arguments"),
+                # A string is not a boolean or a number.
+                ("lint", {"branch": "a", "new_only": "yes"},
+                 "lint: argument 'new_only': give true or false, not a string (got \"yes\")"),
+                ("run", {"branch": "a", "command": "sleep 30", "timeout": "1"},
+                 "run: argument 'timeout': give a number, not a string (got \"1\")"),
+                ("run", {"branch": "a", "command": "true", "keep": 1},
+                 "run: argument 'keep': give true or false, not a number"),
             ]  # fmt: skip
             for tool_name, arguments, expected in cases:
                 message = await agent.error(tool_name, **arguments)
                 assert message.startswith(expected) or expected in message, message
                 assert "\n" not in message and "pydantic" not in message and "ws." not in message
+            # JSON numbers for number parameters, and lists, stay accepted.
+            ran = await agent.call("run", branch="a", command="true", timeout=5, max_output=100)
+            assert ran["result"]["ok"]
+            assert (await agent.call("lint", branch="a", paths=["pkg/mod.py"],
+                                     new_only=True))["lints"] == []  # fmt: skip
 
     anyio.run(session)
     assert snapshot(src) == before
@@ -281,6 +361,54 @@ def test_sigterm_stops_a_stdio_server_cleanly(src: Path) -> None:
         assert process.wait(60) == 0
         gone, alive = psutil.wait_procs(children, timeout=10)
         assert alive == [], alive
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_stdio_line_that_is_not_json_rpc_gets_an_error_answer(src: Path) -> None:
+    """Each bad line is answered (with its id when it has one) and named on stderr; the
+    server goes on serving."""
+    from mcp_helpers import COMMAND, ENV
+
+    process = subprocess.Popen([*COMMAND, str(src), "--servers", "ruff"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, **ENV})  # fmt: skip
+    assert process.stdin and process.stdout and process.stderr
+
+    def ask(line: bytes) -> dict[str, Any]:
+        assert process.stdin and process.stdout
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+        answered, _, _ = select.select([process.stdout], [], [], 60)  # a bound, not a pace
+        assert answered, f"no answer to {line[:80]!r}"
+        return json.loads(process.stdout.readline())  # type: ignore[no-any-return]
+
+    try:
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+        assert ask(json.dumps(hello).encode())["id"] == 1
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        call = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": ' \
+               '"create_branch", "arguments": {"name": "a\\ud800"}}}'  # fmt: skip
+        surrogate = ask(call.encode())  # valid JSON, but not text the SDK's parser takes
+        assert surrogate["id"] == 2 and surrogate["error"]["code"] == -32700
+        truncated = ask(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {')
+        assert truncated["id"] is None and truncated["error"]["code"] == -32700
+        assert "parse error" in truncated["error"]["message"]
+        not_utf8 = ask(b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "x": "\xff"}')
+        assert not_utf8["error"]["code"] == -32700
+        shapeless = ask(b'{"jsonrpc": "2.0", "id": 5, "method": 7}')
+        assert shapeless["id"] == 5 and shapeless["error"]["code"] == -32600
+        listed = ask(b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": '
+                     b'{"name": "list_branches", "arguments": {}}}')  # fmt: skip
+        assert listed["id"] == 6 and listed["result"]["structuredContent"] == {"branches": []}
+        process.stdin.close()
+        assert process.wait(60) == 0
+        stderr = " ".join(process.stderr.read().decode().split())  # rich wraps its lines
+        assert stderr.count("is not a JSON-RPC message") == 4, stderr
     finally:
         if process.poll() is None:
             process.kill()

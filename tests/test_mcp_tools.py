@@ -57,6 +57,11 @@ def test_schemas_say_what_models_need() -> None:
     assert "query" in symbols["path"]["description"] and "path" in symbols["query"]["description"]
     assert "1-based" in specs["definition"].input_schema()["properties"]["line"]["description"]
     assert "seconds" in specs["run"].input_schema()["properties"]["timeout"]["description"]
+    said = {
+        n: p["description"] for n, p in specs["merge_check"].input_schema()["properties"].items()
+    }
+    assert "first branch" in said["a"] and "<<<<<<<" in said["a"]
+    assert "second branch" in said["b"] and ">>>>>>>" in said["b"]
 
 
 def test_openai_and_anthropic_forms() -> None:

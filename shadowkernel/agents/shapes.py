@@ -28,7 +28,8 @@ class Created(TypedDict):
 
 
 class Dropped(TypedDict):
-    dropped: str
+    branch: str  # the key every branch answer has
+    dropped: str  # the same name (kept for clients that read it)
 
 
 class Committed(TypedDict):

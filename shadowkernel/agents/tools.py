@@ -42,6 +42,9 @@ READ_LIMIT = 100_000  # characters read_file returns by default: twice (JSON and
 # the 1 MiB some HTTP clients take in one event, even at 4 bytes a character
 RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
 OUTPUT_CAP = DEFAULT_OUTPUT_CAP  # the run's own cap (bytes per stream it keeps)
+# The command is one argument of `bash -c`: Linux refuses a single argument over MAX_ARG_STRLEN
+# (32 pages, 128 KiB) with E2BIG, its terminating NUL included.
+COMMAND_LIMIT = 32 * os.sysconf("SC_PAGE_SIZE") - 1  # bytes of UTF-8
 LINT_ONLY = frozenset({"ruff"})  # built-in servers that answer no navigation at all
 WRITES_FOLDER = Hints(read_only=False, destructive=True)  # the user's own files
 
@@ -132,7 +135,7 @@ class Tools:
     def drop_branch(self, branch: str) -> shapes.Dropped:
         """Forget a branch (its versions and run scratch). The user's folder is untouched."""
         self._branch(branch).drop()
-        return {"dropped": branch}
+        return {"branch": branch, "dropped": branch}
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -305,7 +308,8 @@ class Tools:
     @tool(
         Hints(read_only=False, open_world=True),
         branch=BRANCH,
-        command="a shell command (bash -c), run at the project's root",
+        command="a shell command (bash -c), run at the project's root; at most "
+        f"{COMMAND_LIMIT} bytes (a longer script: write_file it, then run it)",
         timeout="seconds before the run is killed (then timed_out is true and exit_code null)",
         network="let the run reach the network (default: offline)",
         keep="stage what the run wrote under the project as the branch's next version",
@@ -323,6 +327,10 @@ class Tools:
         chosen = self._branch(branch)
         if not command.strip():
             raise ArgumentError("command: give a shell command to run")
+        if (size := len(command.encode("utf-8", "surrogatepass"))) > COMMAND_LIMIT:
+            raise ArgumentError(f"command: {size} bytes, over the {COMMAND_LIMIT}-byte limit of "
+                                "one argument (bash -c); write_file the script (e.g. gen.sh) "
+                                "and run it: bash gen.sh")  # fmt: skip
         if timeout <= 0:
             raise ArgumentError(f"timeout={timeout}: give a positive number of seconds")
         if not 0 < max_output <= OUTPUT_CAP:
@@ -341,8 +349,11 @@ class Tools:
         )
         return {"branch": branch, "version": version, "paths": changed, "diff": text}
 
-    @tool(Hints(read_only=False), a=BRANCH, b="the other branch's name",
-          name="the new branch's name (default: 'merge-A-B')")  # fmt: skip
+    @tool(Hints(read_only=False),
+          a="the first branch's name (its side of a conflict follows '<<<<<<< A')",
+          b="the second branch's name (its side of a conflict ends at '>>>>>>> B')",
+          name="the new branch's name (default: 'merge-A-B', A the first branch, B the "
+          "second)")  # fmt: skip
     def merge_check(self, a: str, b: str, name: str | None = None) -> shapes.Merged:
         """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
         a and b over their common base, as `git merge-file` merges; `conflicts` lists the

@@ -3,8 +3,9 @@
 Each tool is registered from its `ToolSpec` (agents/toolspec.py): the description, the
 described input schema and the hints (MCP's annotations) come from the table, the output
 schema from the result's TypedDict. A call runs the table's method on a worker thread;
-a cancelled request (`notifications/cancelled`, a closed connection) sets the call's
-cancel event, which kills a run and frees its place in the queue. Errors the caller can fix
+a cancelled request (`notifications/cancelled`, stdin's EOF, an HTTP client that drops the
+request's connection or its session) sets the call's cancel event, which kills a run and
+frees its place in the queue. Errors the caller can fix
 (`ShadowError`, bad arguments) become tool errors (`isError`) with a one-line message;
 anything else is a bug, logged with its traceback and answered with the SDK's generic tool
 failure. Either way the server stays up. A middleware tags every request with the client's
@@ -20,13 +21,16 @@ show them to the user, not to the agent that made the branch; the diff tool answ
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib.metadata
 import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -74,10 +78,13 @@ class Server(MCPServer[Any]):
     withheld tools (`accept` without --allow-accept) say how to get them."""
 
     withheld: dict[str, str] = {}
+    specs: dict[str, ToolSpec] = {}
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if name in self.withheld:
             raise ToolError(self.withheld[name])
+        if name in self.specs:
+            check_arguments(self.specs[name], arguments or {})
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -86,12 +93,39 @@ class Server(MCPServer[Any]):
             raise
 
 
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+    """What the schema says and the SDK's lax checks let through, refused as a tool error:
+    names the tool does not take (a misspelled one would be dropped silently; the schema
+    says additionalProperties: false), and a string for a boolean or a number ("yes", "1")."""
+    taken = [p.name for p in spec.params]
+    unknown = [name for name in arguments if name not in taken]
+    if unknown:
+        raise ToolError(texts.unknown_arguments(spec.name, unknown, taken))
+    for param in spec.params:
+        value, kind = arguments.get(param.name), scalar_kind(param.annotation)
+        if param.name not in arguments or kind is None or value is None:
+            continue
+        if kind is bool and not isinstance(value, bool):
+            raise ToolError(texts.wrong_type(spec.name, param.name, "true or false", value))
+        if kind is not bool and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ToolError(texts.wrong_type(spec.name, param.name, "a number", value))
+
+
+def scalar_kind(annotation: Any) -> type | None:
+    """bool, int or float for a parameter of that type (or that type or None), else None."""
+    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        annotation = kinds[0] if len(kinds) == 1 else None
+    return annotation if annotation in (bool, int, float) else None
+
+
 def build_server(tools: Tools, name: str = "shadowkernel") -> MCPServer[Any]:
     """An MCP server offering `tools`; run it with a transport from `transports`."""
     registered = [mcp_tool(spec, getattr(tools, spec.name)) for spec in tools.specs()]
     server = Server(name, version=version(), instructions=INSTRUCTIONS, log_level="WARNING",
                     tools=registered)  # fmt: skip
     server.withheld = {n: tools.withheld(n) for n in TOOL_NAMES if n not in tools.names()}
+    server.specs = {spec.name: spec for spec in tools.specs()}
     # The logging capability (protocol <= 2025-11-25; later ones ask per request): the
     # package's warnings during a call reach its client as log notifications.
     server._lowlevel_server.add_request_handler(  # noqa: SLF001 - no public way to add it
@@ -108,12 +142,14 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
         given = {"cancel": cancel, "on_output": tail.add}
         host = {name: given[name] for name in spec.host if name in given}
         work = functools.partial(outcome, functools.partial(method, **arguments, **host))
-        with forwarded_warnings() as warned:
+        with forwarded_warnings() as warned, cancelled_if_dropped(cancel) as scope:
             try:
                 result, error = await with_progress(ctx, spec.name, work, tail)
             except anyio.get_cancelled_exc_class():
                 cancel.set()  # the request was cancelled or its client left: so is the run
                 raise
+        if scope.cancelled_caught:  # its HTTP client went away: nobody reads this answer
+            raise ToolError(f"{spec.name}: the client's connection closed; the call was cancelled")
         for record in warned:
             await ctx.log("warning", record.getMessage(), logger_name=record.name)
         if isinstance(error, ShadowError):  # what the caller can correct
@@ -131,6 +167,57 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
                               annotations=hints)  # fmt: skip
     tool.parameters = spec.input_schema()  # the table's schema, exactly as agents see it
     return tool
+
+
+class Connection:
+    """An HTTP request as the tool call it carries sees it: `drop()` (the transport's, when
+    the client went away before the response ended) runs the callbacks calls registered."""
+
+    def __init__(self) -> None:
+        self.dropped = False
+        self._callbacks: list[Callable[[], object]] = []
+
+    @contextlib.contextmanager
+    def on_drop(self, callback: Callable[[], object]) -> Iterator[None]:
+        """`callback()` if the client drops the connection meanwhile (on the event loop)."""
+        if self.dropped:
+            callback()
+        self._callbacks.append(callback)
+        try:
+            yield
+        finally:
+            self._callbacks.remove(callback)
+
+    def drop(self) -> None:
+        self.dropped = True
+        for callback in list(self._callbacks):
+            callback()
+
+
+# The HTTP request a call came in (set by the HTTP transport; the SDK runs a request's handler
+# in the context its transport sent it from). None over stdio, where EOF ends every call.
+CONNECTION: contextvars.ContextVar[Connection | None] = contextvars.ContextVar(
+    "shadowkernel_mcp_connection", default=None
+)
+
+
+@contextlib.contextmanager
+def cancelled_if_dropped(cancel: threading.Event) -> Iterator[anyio.CancelScope]:
+    """A scope cancelled, with `cancel` set, when the client drops the HTTP request this call
+    came in: no answer can reach it (the server keeps no events to resume a stream from),
+    so its run must not go on holding the branch's queue until its timeout."""
+    connection = CONNECTION.get()
+    with anyio.CancelScope() as scope:
+        if connection is None:
+            yield scope
+            return
+
+        def dropped() -> None:
+            cancel.set()
+            scope.cancel()
+
+        with connection.on_drop(dropped):
+            yield scope
 
 
 def outcome(work: Callable[[], Any]) -> tuple[Any, BaseException | None]:

@@ -8,8 +8,9 @@ is the file's text as it is (a page of it, then where the rest is).
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 TEXT_TAIL = 2000  # characters of each stream a run's summary repeats
@@ -28,6 +29,25 @@ def argument_error(tool: str, error: Any) -> str:
     given = first.get("input")
     shown = "" if isinstance(given, Mapping) else f" (got {json.dumps(given)[:60]})"
     return f"{tool}: argument {where!r}: {first['msg'].rstrip('.').lower()}{shown}"
+
+
+def unknown_arguments(tool: str, unknown: Sequence[str], taken: Sequence[str]) -> str:
+    """Arguments a tool does not take, each with the nearest one it does, and its list."""
+    named = []
+    for name in unknown:
+        near = difflib.get_close_matches(name, taken, n=1)
+        named.append(f"{name!r} (did you mean {near[0]!r}?)" if near else repr(name))
+    nouns = "argument" if len(unknown) == 1 else "arguments"
+    takes = ", ".join(taken) or "no arguments"
+    return f"{tool}: unknown {nouns} {', '.join(named)}; {tool} takes {takes}"
+
+
+def wrong_type(tool: str, name: str, wanted: str, given: Any) -> str:
+    """An argument of the wrong JSON type, e.g. the string "yes" for a boolean."""
+    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
+             list: "an array", dict: "an object"}  # fmt: skip
+    kind = kinds.get(type(given), type(given).__name__)
+    return f"{tool}: argument {name!r}: give {wanted}, not {kind} (got {json.dumps(given)[:60]})"
 
 
 def summary(tool: str, result: Mapping[str, Any]) -> str:

@@ -34,13 +34,16 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, jsonrpc_message_adapter
+from pydantic import ValidationError
 
 from .. import userdirs
 from ..agents.tools import Tools
 from ..errors import ShadowError
 from ..text.content import MAX_TEXT_BYTES
-from .server import build_server
+from . import texts
+from .server import CONNECTION, Connection, build_server
 
 logger = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
@@ -120,15 +123,70 @@ class StdioServing(threading.Thread):
 
 
 async def _serve_streams(server: Any, lines: StdinLines, wire_out: int) -> None:
+    """The SDK's stdio transport, but a line that is not a JSON-RPC message is answered (a
+    parse error, or an invalid request, with its id when it has one) and logged: the SDK drops
+    it, and the client waits for an answer that never comes."""
     out = anyio.wrap_file(os.fdopen(wire_out, "w", encoding="utf-8"))
     low = server._lowlevel_server  # noqa: SLF001 - MCPServer serves only the process's own stdio
-    async with stdio_server(lines, out) as (read, write):  # type: ignore[arg-type]
+    read_in, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_lines(answers: Any) -> None:
+        async with read_in, answers:
+            async for line in lines:
+                try:
+                    message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValidationError as error:
+                    if (answer := bad_line(line, error)) is not None:
+                        await answers.send(SessionMessage(answer))
+                    continue
+                await read_in.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        async with write_out:
+            async for sent in write_out:
+                await out.write(sent.message.model_dump_json(by_alias=True, exclude_unset=True)
+                                + "\n")  # fmt: skip
+                await out.flush()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read_lines, write.clone())
+        group.start_soon(write_lines)
         await low.run(read, write, low.create_initialization_options())
 
 
+def bad_line(line: bytes, error: ValidationError) -> JSONRPCError | None:
+    """The answer to a line that is not a JSON-RPC message (logged as a warning): -32700 when
+    it is not JSON to the SDK (truncated, invalid UTF-8, a lone surrogate's escape), -32600
+    when it is JSON of another shape; with the line's id when Python's JSON reader finds one.
+    Nothing for a blank line or a malformed response (there is no request to answer)."""
+    if not line.strip():
+        return None
+    try:
+        parsed = json.loads(line)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict) and "method" not in parsed and {"result", "error"} & set(parsed):
+        logger.warning("shadowkernel mcp: ignored a malformed response from the client: %s",
+                       texts.one_line(error))  # fmt: skip
+        return None
+    ident = parsed.get("id") if isinstance(parsed, dict) else None
+    if isinstance(ident, bool) or not isinstance(ident, int | str):
+        ident = None
+    unparsed = any(e["type"] == "json_invalid" for e in error.errors())
+    code, what = (PARSE_ERROR, "parse error") if unparsed else (INVALID_REQUEST, "invalid request")
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"][1:])  # [0]: the union's member
+    said = f"{what}: {first['msg']}" + (f" at {where}" if where and not unparsed else "")
+    logger.warning("shadowkernel mcp: a line from the client is not a JSON-RPC message (%s); "
+                   "answered error %d to id %s", said, code, json.dumps(ident))  # fmt: skip
+    return JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=said))
+
+
 class StdinLines:
-    """The lines of a pipe, read on the event loop: a stop signal then cancels the read at
-    once (the SDK reads stdin on a worker thread, which waits until the client writes)."""
+    """The lines of a pipe (bytes, as the client wrote them), read on the event loop: a stop
+    signal then cancels the read at once (the SDK reads stdin on a worker thread, which waits
+    until the client writes)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -138,7 +196,7 @@ class StdinLines:
     def __aiter__(self) -> StdinLines:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> bytes:
         while (end := self._buffer.find(b"\n")) < 0:
             await anyio.wait_readable(self._fd)
             try:
@@ -152,7 +210,7 @@ class StdinLines:
             self._buffer += chunk
         line = bytes(self._buffer[: end + 1])
         del self._buffer[: end + 1]
-        return line.decode("utf-8", errors="replace")
+        return line
 
 
 @contextlib.contextmanager
@@ -298,6 +356,43 @@ async def _answer(send: Any, status: int, body: bytes,
     await send({"type": "http.response.body", "body": body})
 
 
+class CancelWhenDropped:
+    """ASGI middleware: a client that goes away (killed, its connection reset) before a
+    request's response ended cancels the tool call that request carried: its run's processes
+    die and its branch's queue moves on. The SDK only stops writing to the closed stream, and
+    a killed client sends neither a cancel nor a DELETE. The server keeps no events to resume
+    a stream from, so the call's answer could never reach anyone. The request's `Connection`
+    goes to the call through a context variable (the SDK runs each request's handler in the
+    context its POST sent it from); the disconnect is what the SSE response's listener reads."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        connection, ended = Connection(), False
+
+        async def receive_noting() -> Any:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not ended:
+                connection.drop()
+            return message
+
+        async def send_noting(message: Any) -> None:
+            nonlocal ended
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                ended = True
+            await send(message)
+
+        token = CONNECTION.set(connection)
+        try:
+            await self.app(scope, receive_noting, send_noting)
+        finally:
+            CONNECTION.reset(token)
+
+
 class EndStreams:
     """ASGI middleware: after `end()`, every open request reads a client disconnect, so the
     event streams connected clients hold open end at once and a stopping server can stop
@@ -360,7 +455,7 @@ class HttpServer:
         app = build_server(tools).streamable_http_app(
             streamable_http_path=PATH, host=host, max_request_body_size=REQUEST_LIMIT
         )
-        self._streams = EndStreams(BearerAuth(RefuseLarge(app), self.token))
+        self._streams = EndStreams(BearerAuth(RefuseLarge(CancelWhenDropped(app)), self.token))
         config = uvicorn.Config(self._streams, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=GRACE)  # fmt: skip
         self._uvicorn = uvicorn.Server(config)
