@@ -56,3 +56,12 @@ def test_a_refused_name_says_which_rule() -> None:
         branch_name("a b/c")
     with pytest.raises(ArgumentError, match="non-empty"):
         branch_name("")
+
+
+def test_a_name_past_200_bytes_is_refused_before_git_sees_it() -> None:
+    assert branch_name("n" * 200) == "n" * 200
+    with pytest.raises(ArgumentError, match=r"'nnn.*\.\.\. is 5000 bytes long in UTF-8; give at "
+                       r"most 200"):  # fmt: skip
+        branch_name("n" * 5000)
+    with pytest.raises(ArgumentError, match="is 202 bytes"):
+        branch_name("é" * 101)  # 101 characters, two bytes each: git stores bytes

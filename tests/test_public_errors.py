@@ -63,6 +63,9 @@ def branch_calls() -> list[tuple[str, Callable[[sk.Branch], object], type, str]]
         ("a patch that is prose", lambda b: b.apply_patch("fix it"), sk.StagingError,
          "no file headers"),
         ("delete a missing file", lambda b: b.delete("no.py"), sk.NotFound, "no.py"),
+        ("write an empty path", lambda b: b.write("", "x"), sk.ArgumentError,
+         "path='': the path is empty"),
+        ("read the root", lambda b: b.read("."), sk.ArgumentError, "path='.': the path is empty"),
         ("an edit that is None", lambda b: b.apply_edit(None), sk.ArgumentError, "edit=None"),
         ("an empty workspace edit", lambda b: b.apply_edit({}), sk.StagingError, "no changes"),
         ("lint paths as a str", lambda b: b.lint(paths="m.py"), sk.ArgumentError,
@@ -108,6 +111,7 @@ def test_branch_arguments(ws: sk.Workspace, root: Path, call: Callable[[sk.Branc
     [
         (lambda ws: ws.branch(3), sk.ArgumentError, "name=3"),
         (lambda ws: ws.branch(""), sk.ArgumentError, "name=''"),
+        (lambda ws: ws.branch("n" * 5000), sk.ArgumentError, "is 5000 bytes long"),
         (lambda ws: ws.merge_check(ws.branch("m1"), "m1"), sk.ArgumentError, "b='m1'"),
         (lambda ws: ws.symbols(3), sk.ArgumentError, "query=3"),
         (lambda ws: ws.timeline(title=3), sk.ArgumentError, "title=3"),

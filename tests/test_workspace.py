@@ -86,7 +86,17 @@ def test_each_staging_makes_a_version_and_bad_input_changes_nothing(ws: sk.Works
         (lambda: b.write("pkg/bin.py", "a\0b"), StagingError, "binary"),
         (lambda: b.replace("bin.dat", "a", "b"), StagingError, "binary"),
         (lambda: b.delete("nope.py"), NotFound, "does not exist"),
-        (lambda: b.write("pkg", "x"), StagingError, "not a regular file"),
+        (lambda: b.write("pkg", "x"), StagingError, "pkg: is a folder"),
+        (lambda: b.write("", "x"), sk.ArgumentError, "path='': the path is empty"),
+        (lambda: b.read(""), sk.ArgumentError, "path='': the path is empty"),
+        (lambda: b.read("README.md"), NotFound, "'README.md' was deleted in branch 'staging'"),
+        # a file below a file (the user's, or the branch's), a file where a folder is
+        (lambda: b.write("bin.dat/x.py", "x"), StagingError,
+         "bin.dat/x.py: bin.dat is a file in the user's folder, not a folder"),
+        (lambda: b.write("pkg/new.py/x.py", "x"), StagingError,
+         "pkg/new.py/x.py: pkg/new.py is a file in the branch"),
+        (lambda: b.apply_patch("--- /dev/null\n+++ b/pkg/util.py/deep/x.py\n@@ -0,0 +1 @@\n"
+                               "+x\n"), StagingError, "pkg/util.py is a file in the branch"),
     ]  # fmt: skip
     for call, error, message in bad:
         with pytest.raises(error, match=message):
@@ -131,6 +141,54 @@ def test_apply_edit_takes_a_quick_fix_from_a_lint(ws: sk.Workspace) -> None:
     a.apply_edit(fix)
     assert "import os" not in a.read("pkg/fixme.py")
     assert (a.lint()["code"] == "F401").sum() == 0
+
+
+def test_a_quick_fix_is_refused_once_its_file_changed(ws: sk.Workspace) -> None:
+    a = ws.branch("stale-fix")
+    a.write("pkg/stale.py", "import os\nimport re\n\n\ndef add(a, b):\n    return a + b\n")
+    a.write("pkg/other.py", "X = 1\n")
+
+    def fix(name: str) -> sk.Fix:
+        table = a.lint(["pkg/stale.py"])
+        row = table[table["message"].str.contains(f"`{name}` imported")].iloc[0]
+        return next(f for f in row["fixes"] if "Remove" in f.title)
+
+    first = fix("os")
+    a.write("pkg/other.py", "X = 2\n")  # another file changed: the fix still holds
+    a.apply_edit(first)
+    assert a.read("pkg/stale.py") == "import re\n\n\ndef add(a, b):\n    return a + b\n"
+    second = fix("re")  # computed at version 4
+    a.replace("pkg/stale.py", "import re\n", "import sys\nimport re\n\nprint(sys.argv)\n")
+    with pytest.raises(StagingError, match=r"computed for version 4 of pkg/stale.py; the branch "
+                       r"'stale-fix' is at version 5 and the file changed: lint again"):  # fmt: skip
+        a.apply_edit(second)  # at its positions it would delete 'import sys'
+    assert a.version == 5 and "import sys\nimport re\n" in a.read("pkg/stale.py")
+
+
+def test_lint_refuses_paths_that_are_not_files_of_the_branch(ws: sk.Workspace) -> None:
+    a = ws.branch("lint-paths")
+    a.delete("pkg/util.py")
+    a.write("pkg/new/deep.py", "import os\n")
+    for path, error, message in [
+        ("pkg", sk.ArgumentError, r"'pkg' is a directory in branch 'lint-paths' \(version 2\); "
+         r"lint takes files: list them, e.g. \['pkg/__init__.py', 'pkg/mod.py', 'pkg/new/"),
+        ("pkg/new", sk.ArgumentError, r"'pkg/new' is a directory .* e.g. \['pkg/new/deep.py'\]"),
+        ("pkg/util.py", NotFound, "'pkg/util.py' was deleted in branch 'lint-paths'"),
+        ("pkg/mdo.py", NotFound, "'pkg/mdo.py' is neither staged in branch 'lint-paths' "),
+        ("pkg/mdo", NotFound, "'pkg/mdo' is neither staged"),
+        ("notes.txt", NotFound, "'notes.txt' is neither staged"),
+    ]:  # fmt: skip
+        with pytest.raises(error, match=message) as raised:
+            a.lint([path])
+        assert "shadowkernel-mnt" not in str(raised.value)  # the mount is no name of the user's
+    assert list(a.lint(["pkg/new/deep.py", "pkg/mod.py"])["code"]) == ["F401", "F401"]
+
+
+def test_lint_by_default_takes_staged_files_that_are_not_utf8(ws: sk.Workspace) -> None:
+    a = ws.branch("latin")
+    a.write_bytes("pkg/latin.py", "s = 'caf\xe9'\nimport os\n".encode("latin-1"))
+    a.write_bytes("pkg/logo.png", b"\x89PNG\r\n\x1a\n\0\0")
+    assert list(a.lint()["code"]) == list(a.lint(["pkg/latin.py"])["code"]) == ["F401"]
 
 
 # -- lints ----------------------------------------------------------------------------------------
@@ -237,6 +295,63 @@ def test_accept_with_a_conflicting_user_edit_writes_nothing(fresh_project: Path)
         assert result.merged == ("pkg/util.py",)
         assert (fresh_project / "pkg/util.py").read_text() == "# user\n" + UTIL.replace("1", "2")
         assert (fresh_project / "pkg/new.py").read_text() == "X = 1\n"
+
+
+def test_accept_checks_every_path_before_writing_any(
+    fresh_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with sk.Workspace(fresh_project, servers=[]) as ws:
+        a = ws.branch("a")
+        a.replace("pkg/util.py", "return 1", "return 2")
+        a.write("late/x.py", "X = 1\n")
+        a.delete("bin.dat")  # a file deleted may become a folder
+        a.write("bin.dat/inner.txt", "in\n")
+        with pytest.raises(StagingError, match=r"bin.dat: is a folder in the branch \(it holds "
+                           "bin.dat/inner.txt\\)"):  # fmt: skip
+            a.write("bin.dat", "a file again\n")
+        (fresh_project / "late").write_text("the user made a file here\n")
+        before = snapshot(fresh_project)
+        with pytest.raises(PathError, match="late/x.py: late is a file in the user's folder"):
+            a.accept()
+        assert snapshot(fresh_project) == before  # not pkg/util.py either: nothing written
+        (fresh_project / "late").unlink()
+        real_write = type(ws.folder).write_atomic
+
+        def full_disk(folder, path, data, mode=None):  # type: ignore[no-untyped-def]
+            if path == "late/x.py":
+                raise OSError(28, "No space left on device")
+            real_write(folder, path, data, mode)
+
+        monkeypatch.setattr(type(ws.folder), "write_atomic", full_disk)
+        with pytest.raises(PathError, match=r"cannot write late/x.py \(No space left on device\); "
+                           "written before it: bin.dat, bin.dat/inner.txt; the rest"):  # fmt: skip
+            a.accept()  # deletions first, then in order: what was written is named
+        monkeypatch.undo()
+        result = a.accept()
+        assert result.written == ("late/x.py", "pkg/util.py") and result.deleted == ()
+        assert (fresh_project / "bin.dat/inner.txt").read_text() == "in\n"
+        assert (fresh_project / "pkg/util.py").read_text() == UTIL.replace("1", "2")
+        assert a.diff() == ""
+
+
+def test_write_refuses_a_symlink_unless_deleted_first(fresh_project: Path) -> None:
+    (fresh_project / "alias.md").symlink_to("README.md")
+    with sk.Workspace(fresh_project, servers=[]) as ws:
+        a = ws.branch("a")
+        for call in (lambda: a.write("alias.md", "changed\n"),
+                     lambda: a.write_bytes("alias.md", b"changed\n", mode=0o644),
+                     lambda: a.read("alias.md"), lambda: a.replace("alias.md", "p", "q")):  # fmt: skip
+            with pytest.raises(StagingError, match="alias.md.* is a symlink .*stage the file it "
+                               "points to instead"):  # fmt: skip
+                call()
+        assert a.version == 0
+        a.delete("alias.md")  # explicit: the link goes, and a file may take its place
+        a.write("alias.md", "a file now\n")
+        assert a.mode("alias.md") == 0o644 and "old mode 120000\nnew mode 100644\n" in a.diff()
+        a.accept()
+    assert not (fresh_project / "alias.md").is_symlink()
+    assert (fresh_project / "alias.md").read_text() == "a file now\n"
+    assert (fresh_project / "README.md").read_text() == "# p\n"  # not written through the link
 
 
 # -- interleaving ---------------------------------------------------------------------------------

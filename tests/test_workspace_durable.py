@@ -126,6 +126,26 @@ def test_a_branch_whose_base_changed_comes_back_as_it_was(project: Path, tmp_pat
     assert (project / "pkg/mod.py").read_text() == "def plus(a, b):\n    return a + b\n\n\nY = 2\n"
 
 
+def test_restored_branches_merge_over_the_base_they_share(project: Path, tmp_path: Path) -> None:
+    """Which of two bases is older (a merge's base) comes back too: a accepted after b
+    forked still conflicts with b, and c, forked after the accept, still merges with a."""
+    state, mod = tmp_path / "state", "def add(a, b):\n    return a + b\n"
+    with reopen(project, state) as ws:
+        b = ws.branch("b")
+        b.replace("pkg/mod.py", "a + b", "a + b + 1")
+        a = ws.branch("a")
+        a.replace("pkg/mod.py", "a + b", "a + b + 0")
+        a.accept()
+        ws.branch("c").replace("pkg/mod.py", "def add", "def plus")
+    with reopen(project, state) as ws:
+        a, b, c = (ws.branches[n] for n in "abc")
+        ab = ws.merge_check(a, b, "ab")
+        assert ab.conflicts == ("pkg/mod.py",) and ab.bases["pkg/mod.py"] == mod.encode()
+        assert ws.merge_check(c, a, "ca").conflicts == ()
+        assert ws.branches["ca"].read("pkg/mod.py") == mod.replace("add", "plus").replace(
+            "a + b", "a + b + 0")  # fmt: skip
+
+
 def test_state_none_keeps_nothing(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

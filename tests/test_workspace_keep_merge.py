@@ -68,6 +68,23 @@ def test_keep_with_nothing_keepable_makes_no_version(ws: sk.Workspace) -> None:
     assert result.ok and a.version == 0 and not any("kept" in n for n in result.notes)
 
 
+def test_keep_returns_the_result_and_names_the_writes_no_version_can_hold(
+    ws: sk.Workspace,
+) -> None:
+    before = snapshot(Path(ws.root))
+    a = ws.branch("dir-to-file")
+    result = a.run("rm -r pkg && echo file > pkg && echo 'NEW = 1' > new.py && echo done",
+                   network=True, keep=True)  # fmt: skip
+    assert result.ok and result.stdout == "done\n"  # the run's result is not lost
+    assert "kept as version 1" in result.notes and dict(a.files) == {"new.py": b"NEW = 1\n"}
+    [note] = [n for n in result.notes if n.startswith("not kept as a version")]
+    assert "1 file a version cannot hold" in note and "they stay in the run's scratch" in note
+    assert "pkg: a file where the user's folder has a directory" in note
+    assert [(e.path, e.kind) for e in a.scratch()] == [("pkg", "file")]
+    assert a.run("cat pkg", network=True).stdout == "file\n"  # later runs see it
+    assert snapshot(Path(ws.root)) == before
+
+
 def test_keep_must_be_a_bool(ws: sk.Workspace) -> None:
     with pytest.raises(sk.ArgumentError, match="keep='yes'"):
         ws.branch("bad").run("true", keep="yes")  # type: ignore[arg-type]
@@ -105,6 +122,56 @@ def test_merge_check_marks_conflicts_and_keeps_both_sides_other_hunks(ws: sk.Wor
         "def add(a, b):\n<<<<<<< a\n    return a + b + 0\n=======\n    return a + b + 1\n"
         ">>>>>>> b\n\n\ndef sub(a, b):\n    return a - b - 1\n"
     )
+
+
+def test_accept_refuses_a_merge_until_its_conflicts_are_resolved(ws: sk.Workspace) -> None:
+    a, b = ws.branch("a"), ws.branch("b")
+    a.replace("pkg/mod.py", "return a + b", "return a + b + 0")
+    b.replace("pkg/mod.py", "return a + b", "return a + b + 1")
+    b.replace("pkg/mod.py", "return a - b", "return a - b - 1")
+    b.write("pkg/extra.py", "E = 2\n")
+    merged = ws.merge_check(a, b, name="both")
+    before = snapshot(Path(ws.root))
+    with pytest.raises(sk.ConflictError, match="'both': pkg/mod.py still holds the conflict "
+                       "markers merge_check put there; nothing was written") as caught:  # fmt: skip
+        merged.accept()
+    assert caught.value.paths == ("pkg/mod.py",)
+    merged.write("pkg/mod.py", merged.read("pkg/mod.py"))  # the same markers: not resolved
+    with pytest.raises(sk.ConflictError, match="pkg/mod.py still holds"):
+        merged.accept()
+    assert snapshot(Path(ws.root)) == before
+    text = merged.read("pkg/mod.py")
+    block = text[text.index("<<<<<<< a") : text.index(">>>>>>> b\n") + len(">>>>>>> b\n")]
+    merged.replace("pkg/mod.py", block, "    return a + b + 1\n")
+    assert merged.accept().written == ("pkg/extra.py", "pkg/mod.py")
+    assert (Path(ws.root) / "pkg/mod.py").read_text() == MOD.replace("a + b", "a + b + 1").replace(
+        "a - b", "a - b - 1")  # fmt: skip
+
+
+@pytest.mark.parametrize("order", ["ab", "ba"])
+def test_a_merge_after_an_accept_keeps_the_accepted_edit(ws: sk.Workspace, order: str) -> None:
+    """After a is accepted, a's base is its own text; the merge base of a and b is still the
+    text both forked from (as git's merge base), so their overlap is a conflict, and accept
+    never writes b's side over a's accepted edit."""
+    a, b = ws.branch("a"), ws.branch("b")
+    a.replace("pkg/mod.py", "return a + b", "return a + b + 0")
+    b.replace("pkg/mod.py", "return a + b", "return a + b + 1")
+    a.accept()
+    accepted = MOD.replace("a + b", "a + b + 0")
+    first, second = (a, b) if order == "ab" else (b, a)
+    merged = ws.merge_check(first, second, name="m")
+    assert merged.conflicts == ("pkg/mod.py",) and merged.bases["pkg/mod.py"] == MOD.encode()
+    with pytest.raises(sk.ConflictError, match="conflict markers"):
+        merged.accept()
+    merged.write("pkg/mod.py", b.read("pkg/mod.py"))  # resolved as b had it: overlaps a's
+    with pytest.raises(sk.ConflictError, match="the user changed pkg/mod.py"):
+        merged.accept()
+    assert (Path(ws.root) / "pkg/mod.py").read_text() == accepted
+    c = ws.branch("c")  # forked after the accept: its base holds a's edit, and so merges
+    c.replace("pkg/mod.py", "return a - b", "return a - b - 2")
+    joined = ws.merge_check(a, c, name="ac")
+    assert joined.conflicts == () and joined.bases["pkg/mod.py"] == accepted.encode()
+    assert joined.read("pkg/mod.py") == accepted.replace("a - b", "a - b - 2")
 
 
 def test_merge_check_refuses_what_is_not_a_branch_of_it(ws: sk.Workspace) -> None:

@@ -60,6 +60,50 @@ def test_runs_see_the_branch_and_keep_their_writes_in_scratch(ws: sk.Workspace) 
     assert runs[0].outcome.startswith("exit 0, 1 file written")
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("env", {"FOO": 1}, r"env: the entry 'FOO': 1 is not a variable; give a dict of str"),
+        ("env", ["FOO=1"], r"env=\['FOO=1'\]: give a dict of str to str"),
+        ("max_memory", "lots", r"max_memory='lots': give the bytes of memory .*an int >= 1"),
+        ("max_memory", -5, r"max_memory=-5: give the bytes of memory"),
+        ("max_memory", 2.5e9, r"max_memory=2500000000.0: give the bytes of memory"),
+        ("max_processes", "x", r"max_processes='x': give the most processes"),
+        ("max_disk", "abc", r"max_disk='abc': give the bytes of each of the run's throwaway"),
+        ("max_disk", 0, r"max_disk=0: give the bytes"),
+        ("output_cap", -1, r"output_cap=-1: give the bytes of each stream to keep"),
+        ("output_cap", "10", r"output_cap='10': give the bytes of each stream to keep"),
+        ("cancel", True, r"cancel=True: give a threading.Event"),
+        ("writable", "/opt", r"writable='/opt': give a list of absolute paths of directories, "
+         r"e.g. \['/opt'\]"),
+        ("writable", [3], r"writable: 3 is not a path"),
+        ("on_output", 5, r"on_output=5: give a function on_output\(stream, chunk\)"),
+        ("python", "yes", r"python='yes': give True or False"),
+        ("sandbox", 0, r"sandbox=0: give True or False"),
+        ("cwd", 3, r"cwd=3: give a path relative to the workspace"),
+        ("mode", 3, r"mode=3: give one of 'auto', 'fuse', 'overlayfs'"),
+    ],
+)  # fmt: skip
+def test_run_options_are_checked_before_anything_runs(
+    ws: sk.Workspace, option: str, value: object, message: str
+) -> None:
+    a = ws.branch("options")
+    with pytest.raises(sk.ArgumentError, match=message):
+        a.run("echo ran > ran.txt", **{option: value})
+    assert a.scratch() == [] and not [e for e in ws.timeline().events if e.kind == "run"]
+
+
+def test_run_options_that_work_stay_accepted(ws: sk.Workspace) -> None:
+    heard: list[bytes] = []
+    result = ws.branch("good-options").run(
+        "echo $FOO", network=True, env={"FOO": "bar", "PATH": "/usr/bin:/bin"}, cancel=None,
+        output_cap=0, max_memory=2**30, max_processes=64, max_disk=2**28, writable=(),
+        on_output=lambda stream, chunk: heard.append(chunk),
+    )  # fmt: skip
+    assert result.ok and "4 bytes of output omitted (cap 0 bytes)" in result.stdout
+    assert b"".join(heard) == b"bar\n"
+
+
 def test_a_failing_run_is_a_result_not_an_error(ws: sk.Workspace) -> None:
     a = ws.branch("fail")
     result = a.run("echo oops >&2; exit 3", network=True)

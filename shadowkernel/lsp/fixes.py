@@ -10,6 +10,7 @@ pool asks it for the code actions of each diagnostic and turns them into `Fix` v
 from __future__ import annotations
 
 import abc
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -18,7 +19,8 @@ from lsprotocol import types as lsp
 
 from ..paths import RelPath
 from ..text.ranges import TextEdit
-from .lints import Fix
+from .documents import TextIndex
+from .lints import Fix, text_digest
 from .navigation import Resolver
 
 if TYPE_CHECKING:
@@ -96,13 +98,26 @@ def ruff_data_fixes(diagnostic: lsp.Diagnostic, uri: str) -> list[lsp.CodeAction
 
 
 def fix_from_action(resolve: Resolver, action: lsp.CodeAction) -> Fix:
-    """A code action as a `Fix`: its edits in 1-based positions of the files they change."""
-    edits = []
+    """A code action as a `Fix`: its edits in 1-based positions of the files they change,
+    and the digest of each file's text they were computed against (`Fix.against`)."""
+    edits, against = [], {}
     for uri, text_edits in _text_edits(action.edit):
         path, _, index = resolve(uri)
+        against[path] = _digest(index)
         for edit in text_edits:
             edits.append(TextEdit(path, *index.span(edit.range), edit.new_text))  # type: ignore[arg-type]
-    return Fix(action.title, tuple(edits))
+    return Fix(action.title, tuple(edits), tuple(against.items()))  # type: ignore[arg-type]
+
+
+# A document's digest, once per text index (a file's many fixes share its open document's).
+_DIGESTS: weakref.WeakKeyDictionary[TextIndex, str] = weakref.WeakKeyDictionary()
+
+
+def _digest(index: TextIndex) -> str:
+    digest = _DIGESTS.get(index)
+    if digest is None:
+        digest = _DIGESTS[index] = text_digest(index.text)
+    return digest
 
 
 def _text_edit(raw: Mapping[str, Any]) -> lsp.TextEdit:

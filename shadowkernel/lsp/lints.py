@@ -6,10 +6,11 @@ just past the last character), as in `ruff check --output-format=json`.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,13 +32,31 @@ COLUMNS = (
 
 @dataclass(frozen=True)
 class Fix:
-    """A quick fix offered by the server for a lint (a code action)."""
+    """A quick fix offered by the server for a lint (a code action).
+
+    `against` remembers the text each edited file had when the fix was computed (path and
+    `text_digest`): its positions hold for that text only, so `Branch.apply_edit` refuses the
+    fix once one of those files changed (other files may change freely). A fix built by hand
+    has none, and is applied to whatever text the file has."""
 
     title: str
     edits: tuple[TextEdit, ...] = ()  # the replacements the fix makes
+    against: tuple[tuple[RelPath, str], ...] = field(default=(), compare=False, repr=False)
 
     def __str__(self) -> str:
         return self.title
+
+    def changed(self, read: Callable[[RelPath], str | None]) -> list[RelPath]:
+        """The files this fix edits whose text (`read(path)`) is no longer the one it was
+        computed for."""
+        return [path for path, digest in self.against
+                if (text := read(path)) is None or text_digest(text) != digest]  # fmt: skip
+
+
+def text_digest(text: str) -> str:
+    """What identifies a file's text for `Fix.against` (its UTF-8 bytes' BLAKE2b)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ class Capture:
 
     def _trim(self) -> None:
         keep = self.cap - self.cap // 2
-        while self.tail_size - len(self.tail[0]) >= keep:
+        while self.tail and self.tail_size - len(self.tail[0]) >= keep:  # cap 0: keep none
             self.tail_size -= len(self.tail.popleft())
 
     @property

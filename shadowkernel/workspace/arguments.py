@@ -27,10 +27,15 @@ def text(name: str, value: object) -> str:
 
 
 def path(name: str, value: object) -> RelPath:
+    """A file's path relative to the workspace ("" or "." names its root: no file)."""
     if not isinstance(value, str | os.PathLike):
         raise ArgumentError(f"{name}={_show(value)}: give a path relative to the workspace, "
                             "as a str")  # fmt: skip
-    return rel(value)
+    found = rel(value)
+    if not found:
+        raise ArgumentError(f"{name}={_show(value)}: the path is empty; give a file's path "
+                            "relative to the workspace, e.g. 'pkg/mod.py'")  # fmt: skip
+    return found
 
 
 def paths(name: str, value: object) -> list[RelPath] | None:
@@ -69,11 +74,20 @@ _NAME_RULES: tuple[tuple[str, Callable[[str, list[str]], bool]], ...] = (
 )  # fmt: skip
 
 
+# git keeps a ref as a file (refs/heads/agent/NAME, and NAME.lock while it moves), so a name
+# past the file system's 255 bytes per file name fails at commit; longer helps nobody.
+NAME_BYTES = 200
+
+
 def branch_name(value: object) -> str:
-    """A branch name git would accept (`git check-ref-format --branch`), or ArgumentError
-    naming the rule it breaks."""
+    """A branch name git would accept (`git check-ref-format --branch`) of at most
+    NAME_BYTES bytes in UTF-8, or ArgumentError naming the rule it breaks."""
     if not isinstance(value, str) or not value:
         raise ArgumentError(f"name={_show(value)}: give a non-empty str")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > NAME_BYTES:
+        raise ArgumentError(f"branch name {_show(value)} is {size} bytes long in UTF-8; give "
+                            f"at most {NAME_BYTES} (git keeps a branch as a file)")  # fmt: skip
     parts = value.split("/")
     for rule, broken in _NAME_RULES:
         if broken(value, parts):

@@ -10,16 +10,25 @@ they can change under it; accept() guards only the files it touched.
 from __future__ import annotations
 
 import asyncio
-import threading
+import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 
-from ..errors import ArgumentError, ConflictError, NotFound, ShadowError, StagingError
-from ..lsp import LineMap, Lint, flag_new, lint_table
+from ..errors import (
+    ArgumentError,
+    ConflictError,
+    NotFound,
+    PathError,
+    ShadowError,
+    StagingError,
+)
+from ..lsp import Fix, LineMap, Lint, flag_new, lint_table
 from ..lsp.documents import workspace_edit_changes
+from ..lsp.lints import text_digest
 from ..lsp.navigation import Hover, Location, Symbol
 from ..paths import RelPath, rel
 from ..run import RunResult
@@ -97,8 +106,11 @@ class Branch:
     def read_bytes(self, path: str) -> bytes:
         """The branch's current bytes of `path` (staged, or the user's file)."""
         target = arguments.path("path", path)
-        data = self._current_bytes(self.state.head, target)
+        head = self.state.head
+        data = self._current_bytes(head, target)
         if data is None:
+            if target in head.files:  # not "does not exist": the agent may think it never did
+                raise NotFound(f"path {target!r} was deleted in branch {self.name!r}")
             raise NotFound(f"path {target!r} does not exist in branch {self.name!r}")
         return data
 
@@ -158,13 +170,20 @@ class Branch:
     def delete(self, path: str) -> int:
         target = self._guard(arguments.path("path", path), "delete")
         with self.state.lock:
-            if self._current_bytes(self.state.head, target) is None:
+            head = self.state.head
+            if target in head.files:
+                exists = head.files.present(target)
+            else:  # a symlink may be deleted too (read() and write() refuse one)
+                exists = self.workspace.folder.entry(target)[0] is not None
+            if not exists:
                 raise NotFound(f"delete: {target!r} does not exist in branch {self.name!r}")
             return self._stage_text({target: None}, f"delete {target}")
 
     def apply_edit(self, edit: Any, encoding: str = "utf-16") -> int:
         """Apply an LSP WorkspaceEdit (lsprotocol object or JSON dict; positions in the
-        server's `encoding`), or a lint's quick fix (`lsp.Fix`, 1-based code points)."""
+        server's `encoding`), or a lint's quick fix (`lsp.Fix`, 1-based code points). A fix
+        is refused (StagingError: lint again) once a file it edits no longer has the text it
+        was computed for; other files may have changed."""
         if edit is None or isinstance(edit, str | bytes | int | float):
             raise ArgumentError(f"edit={edit!r}: give an LSP WorkspaceEdit (object or JSON dict) "
                                 "or a lint's quick fix (a row's `fixes` entry)")  # fmt: skip
@@ -172,7 +191,7 @@ class Branch:
             version = self.state.head
             read = lambda p: self._current_text(version, p)  # noqa: E731
             if hasattr(edit, "edits") and hasattr(edit, "title"):  # an lsp.Fix
-                changes = self._fix_changes(edit, read)
+                changes = self._fix_changes(edit, version, read)
             else:
                 roots = [self.workspace.root, *(s.mountpoint for s in self.workspace.shadows)]
                 changes = workspace_edit_changes(
@@ -183,18 +202,41 @@ class Branch:
                 )
             return self._stage_text(changes, f"edit ({n_files(len(changes))})")
 
-    @staticmethod
-    def _fix_changes(fix: Any, read: Any) -> ranges.Changes:
+    def _fix_changes(self, fix: Any, version: Version, read: Any) -> ranges.Changes:
         by_path: dict[RelPath, list[ranges.TextEdit]] = {}
         for e in fix.edits:
             by_path.setdefault(rel(e.path), []).append(e)
-        changes: ranges.Changes = {}
-        for path, text_edits in by_path.items():
-            text = read(path)
-            if text is None:
-                raise StagingError(f"fix {fix.title!r}: {path!r} does not exist")
-            changes[path] = ranges.apply_text_edits(text, text_edits, path)
-        return changes
+        current = {}
+        for path in by_path:
+            current[path] = read(path)
+            if current[path] is None:
+                raise StagingError(f"fix {fix.title!r}: {path!r} does not exist in branch "
+                                   f"{self.name!r}")  # fmt: skip
+        changed = fix.changed(lambda p: current[p] if p in current else read(p)) \
+            if isinstance(fix, Fix) else []  # fmt: skip
+        if changed:  # its positions are those of another text: applied, they would damage it
+            raise StagingError(self._stale_fix(fix, changed[0], version))
+        return {p: ranges.apply_text_edits(current[p], e, p) for p, e in by_path.items()}
+
+    def _stale_fix(self, fix: Fix, path: RelPath, head: Version) -> str:
+        """Why `fix` no longer applies: the version whose text of `path` it was computed for
+        (the newest such one, found only now), and where the branch is."""
+        digest = dict(fix.against)[path]
+        folder, found = self.workspace.folder, None
+        for version in reversed(self.state.versions[:-1]):
+            try:
+                data = file_bytes(version, path, folder)
+            except ShadowError:
+                break
+            if data is not None and is_text(data) and text_digest(decode(data, path)) == digest:
+                found = version.number
+                break
+            if path not in version.files:  # older versions show the folder's file too
+                break
+        computed = f"version {found} of {path}" if found is not None else f"another text of {path}"
+        return (f"fix {fix.title!r}: this fix was computed for {computed}; the branch "
+                f"{self.name!r} is at version {head.number} and the file changed: lint again "
+                "and take the fix from the new table")  # fmt: skip
 
     def _guard(self, path: RelPath, doing: str) -> RelPath:
         """PathError before any work when `path` is protected (`_stage` checks again)."""
@@ -223,10 +265,31 @@ class Branch:
                                 if modes.get(p) == LINK and d is not None}, op)  # fmt: skip
         folder, state = self.workspace.folder, self.state
         with state.lock:  # branches forked from the same file share one copy of its base
+            self._refuse_links(data, modes, op)
             bases = {p: (self.workspace.shared_base(p, base), mode)
                      for p in data if p not in state.bases
                      for base, mode in [folder.entry(p)]}  # fmt: skip
             return state.stage(data, op, folder, self.workspace.store.make, bases, modes)
+
+    def _refuse_links(
+        self, data: Mapping[RelPath, bytes | None], modes: Mapping[RelPath, int], op: str
+    ) -> None:
+        """StagingError when `data` stages bytes at a symlink without saying LINK: as read()
+        refuses a symlink, so does writing through one (else the link became a file and
+        accept turned the user's symlink into a regular file). Deleting a link, or staging
+        a link (its target, mode LINK), is explicit; a file there after a delete is too."""
+        head, folder = self.state.head, self.workspace.folder
+        for path, content in data.items():
+            if content is None or modes.get(path) == LINK:
+                continue
+            if path in head.files:
+                linked = head.files.present(path) and self.state.mode(head, path, folder) == LINK
+            else:
+                linked = folder.is_link(path)
+            if linked:
+                raise StagingError(f"{op}: {path} is a symlink in branch {self.name!r}; stage "
+                                   "the file it points to instead (or delete the link first to "
+                                   "put a file in its place)")  # fmt: skip
 
     def _current_bytes(self, version: Version, path: RelPath) -> bytes | None:
         return file_bytes(version, path, self.workspace.folder)
@@ -256,7 +319,9 @@ class Branch:
         servers: Sequence[str] | None = None,
         fixes: bool = True,
     ) -> LintTable:
-        """Lints of this branch's current version (default: the files it staged).
+        """Lints of this branch's current version (default: the files it staged, but binary
+        files and symlinks). `paths` are files of the branch's view: a directory, a missing
+        path or one the branch deleted is an error naming it (never an empty table).
 
         The `new` column says whether the branch introduced the lint (compared with its base).
         """
@@ -328,13 +393,70 @@ class Branch:
             base = base_snapshot(bases, modes, self.workspace.base_blob)
             views, touched = (snapshot.manifest, base.manifest), (version.files, bases)
             found = await checkers.rows(self, number, views, touched, targets, checker_names)
-            lints, flags = lints + found[0], flags + found[1]
+            lints, flags = lints + self._with_texts(found[0], version), flags + found[1]
         return lints, flags, number
 
+    def _with_texts(self, lints: list[Lint], version: Version) -> list[Lint]:
+        """`lints` whose fixes say which text they were computed against (`Fix.against`):
+        a checker's were, the version's (servers' fixes say so themselves)."""
+        digests: dict[RelPath, str | None] = {}
+
+        def digest(path: RelPath) -> str | None:
+            if path not in digests:
+                try:
+                    text = self._current_text(version, path)
+                except ShadowError:
+                    text = None
+                digests[path] = None if text is None else text_digest(text)
+            return digests[path]
+
+        def stamped(fix: Fix) -> Fix:
+            if fix.against or not isinstance(fix, Fix):
+                return fix
+            paths = dict.fromkeys(rel(e.path) for e in fix.edits)
+            against = tuple((p, d) for p in paths if (d := digest(p)) is not None)
+            return dataclasses.replace(fix, against=against)
+
+        return [dataclasses.replace(lint, fixes=tuple(stamped(f) for f in lint.fixes))
+                if lint.fixes else lint for lint in lints]  # fmt: skip
+
     def _lint_targets(self, version: Version, paths: Sequence[str] | None) -> list[RelPath]:
+        """The files to lint: `paths`, each a file of the branch's view (else NotFound or an
+        ArgumentError naming it: a typo must not look like clean code; a directory is refused,
+        not expanded), or by default every file the branch staged except binary files and
+        symlinks. A staged file that is not UTF-8 (Latin-1 source, say) is linted too, as
+        servers read it (undecodable bytes replaced), as when it is named."""
         if paths is not None:
-            return list(dict.fromkeys(rel(p) for p in paths))
-        return sorted(texts(version))  # binary files and symlinks have no lints
+            targets = list(dict.fromkeys(rel(p) for p in paths))
+            for path in targets:
+                self._check_lint_target(version, path)
+            return targets
+        staged = texts(version)
+        other = [p for p, data in version.files.items()
+                 if p not in staged and data is not None and version.modes.get(p) != LINK
+                 and b"\0" not in data]  # fmt: skip
+        return sorted([*staged, *other])
+
+    def _check_lint_target(self, version: Version, path: RelPath) -> None:
+        files, where = version.files, f"branch {self.name!r} (version {version.number})"
+        if path in files and not files.present(path):
+            raise NotFound(f"paths: {path!r} was deleted in {where}; nothing to lint there")
+        if path in files:
+            return
+        under = f"{path}/" if path else ""  # '' is the workspace's root
+        inside = [p for p in files if p.startswith(under) and files.present(p)]
+        full = self.workspace.folder.path(path)  # PathError: out through a symlink
+        directory = bool(inside) or os.path.isdir(full)
+        if not (directory or os.path.isfile(full)):
+            raise NotFound(f"paths: {path!r} is neither staged in {where} nor a file in the "
+                           "workspace; stage it or check the name")  # fmt: skip
+        if directory:
+            shown = sorted(p for p in {*inside, *_files_in(full, under)}
+                           if p not in files or files.present(p))[:3]  # fmt: skip
+            example = f", e.g. {shown!r}" if shown else ""
+            raise ArgumentError(f"paths: {path or '.'!r} is a directory in {where}; lint "
+                                f"takes files: list them{example}, or lint() for the staged "
+                                "ones")  # fmt: skip
 
     # -- navigation -------------------------------------------------------------------------------
 
@@ -397,14 +519,17 @@ class Branch:
         deletions, less .gitignore'd paths, the usual caches and protected paths, which the
         result's notes list) becomes the branch's next version instead. `options` go to
         `run_in_shadow` (python=True runs `cmd` as Python code; mode, env, cwd, output_cap,
-        max_processes, cancel, sandbox, on_output(stream, chunk) hearing output as it comes).
+        max_processes, max_memory, max_disk (bytes), writable, cancel, sandbox,
+        on_output(stream, chunk) hearing output as it comes), each checked before the run is
+        queued (ArgumentError naming it). With `keep`, what no version can hold (a file where
+        the folder has a directory) stays in scratch and the result's notes say so.
         Runs of other branches go at the same time (up to
         `ws.max_runs`), this branch's in turn; lints are served meanwhile. An interrupt in the
         caller, setting the `cancel` event (from any thread), drop() or closing the workspace
         kills the run and all its processes, or takes it out of the queue (then `cancelled`
         and nothing ran)."""
-        cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
+        cancel = options["cancel"]  # the caller's, or a new event (`runs.check`)
         try:
             return self.workspace.bridge.call(runs.run(self, cmd, timeout, network, keep, options))
         except BaseException:
@@ -414,8 +539,8 @@ class Branch:
     async def run_async(self, cmd: str | Sequence[str], timeout: float = 60,
                         network: bool = False, keep: bool = False,
                         **options: Any) -> RunResult:  # fmt: skip
-        cancel = options.setdefault("cancel", threading.Event())
         cmd, timeout, network, keep = runs.check(cmd, timeout, network, keep, options)
+        cancel = options["cancel"]  # the caller's, or a new event (`runs.check`)
         try:
             return await self.workspace.bridge.call_async(
                 runs.run(self, cmd, timeout, network, keep, options))  # fmt: skip
@@ -451,13 +576,26 @@ class Branch:
 
         Only where the user's file still equals the branch's base; where the user changed it
         too, a clean three-way merge is written, otherwise ConflictError lists the files and
-        nothing at all is written. Each file is replaced atomically (temp file + rename).
+        nothing at all is written. A merge_check branch is refused the same way while a path
+        still holds the conflict markers the merge put there. Every path is checked before
+        any is written (a folder or file in the way is a PathError naming it); each file is
+        replaced atomically (temp file + rename).
         """
         folder = self.workspace.folder
         with self.state.lock:
             self._check_open()
             version = self.state.head
-            plan = merge_plan(version.files, self.state.bases.get, lambda p: folder.entry(p)[0],
+            unresolved = self.state.unresolved()
+            if unresolved:
+                holds = "still holds" if len(unresolved) == 1 else "still hold"
+                raise ConflictError(
+                    f"accept {self.name!r}: {', '.join(unresolved)} {holds} the conflict "
+                    "markers merge_check put there; nothing was written. Resolve each (stage "
+                    "the text it should have), then accept",
+                    paths=tuple(unresolved),
+                )
+            plan = merge_plan(version.files, self.state.bases.get,
+                              lambda p: folder.file_entry(p)[0],
                               protected=self.workspace.protection.reason)  # fmt: skip
             if plan.conflicts:
                 raise ConflictError(
@@ -469,18 +607,35 @@ class Branch:
             for path in version.files:  # only the mode changed: the user's bytes, our mode
                 if path in plan.writes or path in plan.protected:
                     continue
-                current = folder.entry(path)[0]
+                current = folder.file_entry(path)[0]
                 if self._mode_changed(version, path) and current is not None:
                     plan.writes[path] = current
-            for path, data in plan.writes.items():
-                folder.write_atomic(path, data, self._accepted_mode(version, path))
-            self.state.rebase({p: folder.entry(p) for p in version.files
+            folder.check_writes(plan.writes)
+            self._write(version, plan.writes)
+            self.state.rebase({p: folder.file_entry(p) for p in version.files
                                if p not in plan.protected})  # fmt: skip
         return Accepted(
             written=tuple(p for p, d in plan.writes.items() if d is not None),
             deleted=tuple(p for p, d in plan.writes.items() if d is None),
             merged=tuple(plan.merged),
         )
+
+    def _write(self, version: Version, writes: Mapping[RelPath, bytes | None]) -> None:
+        """Write accept's plan, deletions first (a file deleted may be where a new folder
+        goes). A write the disk refuses even so (full, read-only) is a PathError naming it
+        and what was written before it; the paths written are the branch's base now."""
+        folder = self.workspace.folder
+        done: list[RelPath] = []
+        for path, data in sorted(writes.items(), key=lambda item: (item[1] is not None, item[0])):
+            try:
+                folder.write_atomic(path, data, self._accepted_mode(version, path))
+            except OSError as error:
+                self.state.rebase({p: folder.file_entry(p) for p in done})
+                why, written = error.strerror or str(error), ", ".join(done) or "nothing"
+                raise PathError(f"accept {self.name!r}: cannot write {path} ({why}); written "
+                                f"before it: {written}; the rest is not written (accept again "
+                                "once the cause is gone)") from None  # fmt: skip
+            done.append(path)
 
     def _mode_changed(self, version: Version, path: RelPath) -> bool:
         return path in version.modes and version.modes[path] != self.state.modes.get(path)
@@ -519,6 +674,17 @@ class Branch:
     def __repr__(self) -> str:
         return (f"<Branch {self.name!r} v{self.version}: {n_files(len(self.files))} touched, "
                 f"{self.state.status}>")  # fmt: skip
+
+
+def _files_in(full: str, under: str, most: int = 3) -> list[RelPath]:
+    """A few files directly in the user's directory `full` (`under`: its workspace path and
+    a '/', or '' for the root)."""
+    try:
+        with os.scandir(full) as entries:
+            names = sorted(e.name for e in entries if e.is_file())[:most]
+    except OSError:
+        return []
+    return [rel(f"{under}{name}") for name in names]
 
 
 def _may_be_old(lints: Sequence[Lint], base_lints: Sequence[Lint]) -> list[RelPath]:

@@ -2,7 +2,9 @@
 
 Reads are of single files, refusing what a branch cannot stage (symlinks, directories) and any
 path whose folder leads out through a symlink. The only write is `write_atomic`, which accept
-uses: a temp file in the same folder, then a rename, so an editor never sees half a file.
+uses: a temp file in the same folder, then a rename, so an editor never sees half a file;
+`check_writes` first looks at every path an accept will write, so a path in the way stops it
+before anything is written.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Mapping
 
 from ..errors import PathError, StagingError
-from ..paths import Protection, RelPath, is_within
+from ..paths import Protection, RelPath, is_within, parent
 from .staging import LINK
 
 DEFAULT_MODE = 0o644
@@ -46,8 +49,12 @@ class Folder:
         if stat.S_ISLNK(st.st_mode):
             raise StagingError(f"{path}: is a symlink in the workspace; stage the file it points "
                                "to instead")  # fmt: skip
+        if stat.S_ISDIR(st.st_mode):
+            raise StagingError(f"{path}: is a folder in the workspace; give the path of a "
+                               "file in it")  # fmt: skip
         if not stat.S_ISREG(st.st_mode):
-            raise StagingError(f"{path}: is not a regular file (a directory?); stage files")
+            raise StagingError(f"{path}: is not a regular file (a device, a socket?); give the "
+                               "path of a file")  # fmt: skip
         with open(full, "rb") as f:
             return f.read(), stat.S_IMODE(st.st_mode)
 
@@ -61,8 +68,48 @@ class Folder:
             return os.fsencode(os.readlink(full)), LINK
         return self.read(path)
 
+    def file_entry(self, path: RelPath) -> tuple[bytes | None, int]:
+        """Like `entry`, but a folder is no file: (None, 0644). What accept compares and
+        records, where a branch may have made a folder of a file it deleted."""
+        if self.holds_files(path):
+            return None, DEFAULT_MODE
+        return self.entry(path)
+
     def is_dir(self, path: RelPath) -> bool:
         return os.path.isdir(os.path.join(self.root, path))
+
+    def is_link(self, path: RelPath) -> bool:
+        return os.path.islink(os.path.join(self.root, path))
+
+    def holds_files(self, path: RelPath) -> bool:
+        """`path` is a folder itself (not a symlink to one): no file can take its place."""
+        return _lstat_mode(os.path.join(self.root, path), stat.S_ISDIR)
+
+    def blocks(self, path: RelPath) -> bool:
+        """Something that is not a folder (a file, a link to one, a dangling link) is at
+        `path`, where a folder must be for the paths below it."""
+        full = os.path.join(self.root, path)
+        return os.path.lexists(full) and not os.path.isdir(full)
+
+    def check_writes(self, writes: Mapping[RelPath, bytes | None]) -> None:
+        """PathError naming the first path of `writes` (path -> bytes, None: delete) that
+        `write_atomic` could not write as the folder is now: a folder where the file goes, a
+        file where a folder must be (unless `writes` deletes it first), a folder it may not
+        write in. Accept asks before writing anything, so a path in the way stops it whole."""
+        for path, data in sorted(writes.items()):
+            self.path(path)  # leads out through a symlink: PathError
+            if self.holds_files(path):
+                raise PathError(f"{path}: is a folder in the user's folder now; a file cannot "
+                                "replace it")  # fmt: skip
+            above = parent(path)
+            while data is not None and above and not self.is_dir(above):
+                if self.blocks(above) and writes.get(above, b"") is not None:
+                    raise PathError(f"{path}: {above} is a file in the user's folder now, not "
+                                    "a folder")  # fmt: skip
+                above = parent(above)
+            where = os.path.join(self.root, above)
+            if self.is_dir(above) and not os.access(where, os.W_OK | os.X_OK):
+                raise PathError(f"{path}: the folder {where} is not writable")
 
     def write_atomic(self, path: RelPath, data: bytes | None, mode: int | None = None) -> None:
         """Replace (None: remove) one file atomically. `mode`: permission bits to set, LINK
@@ -89,6 +136,13 @@ class Folder:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+
+
+def _lstat_mode(full: str, test: Callable[[int], bool]) -> bool:
+    try:
+        return test(os.lstat(full).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def _temp_name(folder: str, full: str) -> str:

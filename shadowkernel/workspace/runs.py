@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ClosedError, ShadowError
+from ..errors import ArgumentError, ClosedError, PathError, ShadowError, StagingError
 from ..overlay.store import Dir, File, Override, changed_paths
 from ..paths import RelPath
 from ..run import RunResult, run_in_shadow
-from ..run.runner import SHARED_MOUNT, not_started, view_mode
+from ..run.runner import MODES, SHARED_MOUNT, not_started, view_mode
 from ..sched import Answer, Lane
 from . import arguments, scratch
 from .folder import Folder
@@ -38,14 +39,92 @@ if TYPE_CHECKING:
 
 
 def check(
-    cmd: Any, timeout: Any, network: Any, keep: Any, options: Mapping[str, Any]
+    cmd: Any, timeout: Any, network: Any, keep: Any, options: dict[str, Any]
 ) -> tuple[str | list[str], float, bool, bool]:
-    """The run's arguments, checked before anything is queued."""
+    """The run's arguments, checked before anything is queued: each of `options` too (an
+    ArgumentError naming the option, its value and what it takes), normalized in place
+    (`cancel` None: a new event, `writable` a tuple)."""
     arguments.options(run_in_shadow, options, taken={"timeout", "network"})
-    if "sandbox" in options:  # False: unconfined, asked for by name (never implied)
-        arguments.flag("sandbox", options["sandbox"])
+    for name, value in list(options.items()):
+        options[name] = _OPTIONS[name](name, value)
+    if options.get("cancel") is None:
+        options["cancel"] = threading.Event()
     return (arguments.command(cmd), arguments.seconds("timeout", timeout),
             arguments.flag("network", network), arguments.flag("keep", keep))  # fmt: skip
+
+
+def _environment(name: str, value: object) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ArgumentError(f"{name}={_show(value)}: give a dict of str to str (the "
+                            "run's whole environment), or None for the kernel's")  # fmt: skip
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str) or not key or "=" in key \
+                or "\0" in key or "\0" in item:  # fmt: skip
+            raise ArgumentError(f"{name}: the entry {key!r}: {item!r} is not a variable; give "
+                                "a dict of str to str (names without '=', e.g. "
+                                "{'FOO': '1'})")  # fmt: skip
+    return dict(value)
+
+
+def _writable(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str | bytes | os.PathLike) or not isinstance(value, Sequence | Set):
+        raise ArgumentError(f"{name}={_show(value)}: give a list of absolute paths "
+                            f"of directories, e.g. [{_show(value)}]")  # fmt: skip
+    for path in value:
+        if not isinstance(path, str | os.PathLike):
+            raise ArgumentError(f"{name}: {_show(path)} is not a path; give a list "
+                                "of absolute paths of directories (str)")  # fmt: skip
+    return tuple(os.fspath(p) for p in value)
+
+
+def _cancel(name: str, value: object) -> Any:
+    if value is None or (callable(getattr(value, "set", None))
+                         and callable(getattr(value, "is_set", None))):  # fmt: skip
+        return value
+    raise ArgumentError(f"{name}={_show(value)}: give a threading.Event (set it to "
+                        "cancel the run), or leave it out")  # fmt: skip
+
+
+def _on_output(name: str, value: object) -> Any:
+    if value is None or callable(value):
+        return value
+    raise ArgumentError(f"{name}={_show(value)}: give a function on_output(stream, "
+                        "chunk) (stream 'stdout' or 'stderr', chunk bytes), or None")  # fmt: skip
+
+
+def _mode(name: str, value: object) -> str:
+    if not isinstance(value, str):  # which names: `view_mode` says, a RunError
+        raise ArgumentError(f"{name}={_show(value)}: give one of "
+                            f"{', '.join(map(repr, MODES))}")  # fmt: skip
+    return value
+
+
+def _show(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _amount(what: str, least: int = 1) -> Callable[[str, object], int]:
+    return lambda name, value: arguments.count(name, value, least, what)
+
+
+# Each option of `run_in_shadow` a run takes, and its check (the value it passes on).
+_OPTIONS: dict[str, Callable[[str, Any], Any]] = {
+    "python": arguments.flag,
+    "sandbox": arguments.flag,  # False: unconfined, asked for by name (never implied)
+    "mode": _mode,
+    "env": _environment,
+    "cwd": arguments.path,
+    "writable": _writable,
+    "output_cap": _amount("the bytes of each stream to keep, e.g. 2**20", least=0),
+    "max_processes": _amount("the most processes the run may have at once, e.g. 256"),
+    "max_memory": _amount("the bytes of memory for the whole run, e.g. 2 * 2**30"),
+    "max_disk": _amount("the bytes of each of the run's throwaway tmpfs, e.g. 2**30"),
+    "cancel": _cancel,
+    "on_output": _on_output,
+}
 
 
 async def run(branch: Branch, cmd: str | list[str], timeout: float, network: bool, keep: bool,
@@ -70,10 +149,12 @@ async def run(branch: Branch, cmd: str | list[str], timeout: float, network: boo
     result = dataclasses.replace(result, queue_seconds=max(one.began - one.queued, 0.0))
     # A cancelled run's writes stay in the scratch layer: half a codemod is no version.
     if keep and not result.cancelled:
-        kept, refused = stage_kept(branch, result.written)
+        kept, refused, unkept = stage_kept(branch, result.written)
         notes = [f"kept as version {kept}"] if kept is not None else []
         if refused:
             notes.append(refused_note(refused))
+        if unkept:
+            notes.append(unkept_note(unkept))
         result = dataclasses.replace(result, notes=(*result.notes, *notes))
     return result
 
@@ -161,9 +242,11 @@ def _outcome(result: RunResult) -> str:
 
 def stage_kept(
     branch: Branch, written: Mapping[RelPath, Override | None]
-) -> tuple[int | None, list[RelPath]]:
+) -> tuple[int | None, list[RelPath], dict[RelPath, str]]:
     """Stage what a run wrote as the branch's next version (None when nothing was keepable),
-    and the protected paths it wrote, which are never kept (DESIGN invariant 7)."""
+    the protected paths it wrote, which are never kept (DESIGN invariant 7), and the writes
+    a version cannot hold, with why (a file where the user's folder has a directory, say).
+    The last two stay in the scratch layer; the run's result is never lost to them."""
     state, folder = branch.state, branch.workspace.folder
     with state.lock:
         version = state.head
@@ -178,13 +261,43 @@ def stage_kept(
         allowed, refused = [p for p in data if p not in links], sorted([*refused, *links])
         data = {p: data[p] for p in allowed
                 if data[p] is not None or _file_bytes(folder, version, p) is not None}  # fmt: skip
+        unkept = _unkeepable(state.bases, folder, data)
+        data = {p: d for p, d in data.items() if p not in unkept}
         if not data:
-            return None, refused
+            return None, refused, unkept
         modes = {p: m for p, m in modes.items() if p in data}
         branch.workspace.check_open()
-        kept = state.stage(data, f"run kept ({n_files(len(data))})", folder,
-                           branch.workspace.store.make, None, modes)  # fmt: skip
-        return kept, refused
+        try:
+            kept = state.stage(data, f"run kept ({n_files(len(data))})", folder,
+                               branch.workspace.store.make, None, modes)  # fmt: skip
+        except (StagingError, PathError) as error:  # all or none: the rest may need them
+            return None, refused, {**unkept, **dict.fromkeys(data, str(error))}
+        return kept, refused, unkept
+
+
+def _unkeepable(bases: Mapping[RelPath, Any], folder: Folder,
+                data: Mapping[RelPath, bytes | None]) -> dict[RelPath, str]:  # fmt: skip
+    """The paths of `data` staging would refuse, and why: a path first touched takes its base
+    from the user's folder, which must hold a file, a symlink or nothing there."""
+    unkept = {}
+    for path in data:
+        if path not in bases:
+            try:
+                folder.entry(path)
+            except ShadowError as error:
+                unkept[path] = ("a file where the user's folder has a directory"
+                                if folder.is_dir(path) else str(error))  # fmt: skip
+    return unkept
+
+
+def unkept_note(unkept: Mapping[RelPath, str], shown: int = 5) -> str:
+    paths = sorted(unkept)
+    more = f"; and {len(paths) - shown} more" if len(paths) > shown else ""
+    listed = "; ".join(f"{unkept[p]}" if unkept[p].startswith(p) else f"{p}: {unkept[p]}"
+                       for p in paths[:shown])  # fmt: skip
+    return (f"not kept as a version: {n_files(len(paths))} a version cannot hold (they stay "
+            f"in the run's scratch, which later runs see; scratch() lists it): "
+            f"{listed}{more}")  # fmt: skip
 
 
 def refused_note(paths: list[RelPath], shown: int = 10) -> str:

@@ -151,8 +151,9 @@ def staged(
         else:
             out[path] = File(make(content), None, mode, now)
         folder = parent(path)
-        while folder and folder not in out and not is_user_dir(folder):
-            out[folder] = Dir(origin=None)  # a new folder: nothing shows through it
+        # a new folder (nothing shows through it), also where the branch deleted a file
+        while folder and out.get(folder, WHITEOUT) is WHITEOUT and not is_user_dir(folder):
+            out[folder] = Dir(origin=None)
             folder = parent(folder)
     return freeze(out)
 

@@ -10,21 +10,27 @@ bad input or a failed write changes nothing.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Protocol
 
-from ..errors import ClosedError
-from ..overlay.store import Blob, Override, freeze
-from ..paths import RelPath
+from ..errors import ClosedError, StagingError
+from ..overlay.store import Blob, Dir, Override, freeze
+from ..paths import RelPath, parent
 from .accept import merge_plan
 from .folder import Folder
 from .scratch import Scratch
-from .staging import Files, Version, staged
+from .staging import DEFAULT_MODE, LINK, Files, Version, staged
 
 Base = tuple[bytes | None, int]  # the user's bytes of a path (None: absent) and its mode
+
+# When each base was taken from the folder, in one order across branches: a merge takes the
+# older of two bases (see `common_base`). A restore replays the record in its order, so
+# restored branches keep their relative order.
+_moments = itertools.count(1)
 
 
 class Journal(Protocol):
@@ -56,6 +62,10 @@ class BranchState:
         self.versions: list[Version] = [fork()]
         self.bases: dict[RelPath, bytes | None] = {}
         self.modes: dict[RelPath, int] = {}
+        self.taken: dict[RelPath, int] = {}  # when each base was taken (`_moments`)
+        # a merge's conflicted paths -> the bytes with conflict markers it staged there:
+        # accept refuses while a path still holds them (`unresolved`)
+        self.marked: dict[RelPath, bytes] = {}
         self.scratch = Scratch()
         self.status = "open"  # or "dropped"
 
@@ -75,19 +85,22 @@ class BranchState:
         make: Callable[[bytes], Blob],
         bases: Mapping[RelPath, Base] | None = None,
         modes: Mapping[RelPath, int] | None = None,
+        taken: Mapping[RelPath, int] | None = None,
     ) -> int:
         """Make one new version with `data` (path -> bytes, None: deleted) and `modes` (the
         paths whose mode changes; LINK makes a symlink); paths touched for the first time take
-        their base from `bases`, else from the user's folder now."""
+        their base from `bases` (taken at the moments `taken` gives, else now), else from the
+        user's folder now. A file below a file, or in place of a folder, is refused."""
         with self.lock:
             self.check_open()
+            check_kinds(self.head, data, folder)
             given = bases or {}
             new_bases = {p: given[p] if p in given else folder.entry(p)
                          for p in data if p not in self.bases}  # fmt: skip
             version = self.next_version(data, op, new_bases, modes or {}, folder, make)
             if self.journal is not None:
                 self.journal.version(self, version, data, new_bases)
-            self.append(version, data, new_bases)
+            self.append(version, data, new_bases, taken)
             return version.number
 
     def next_version(
@@ -100,6 +113,9 @@ class BranchState:
         kept = {p: m for p, m in head.modes.items() if data.get(p, b"") is not None}
         version_modes = {**kept, **modes}
         shown = {**{p: m for p, (_, m) in new_bases.items()}, **self.modes, **version_modes}
+        for path, content in data.items():  # bytes over a deleted symlink: a regular file now
+            if content is not None and path not in version_modes and shown.get(path) == LINK:
+                version_modes[path] = shown[path] = DEFAULT_MODE
         manifest = staged(head.manifest, data, shown, make, folder.is_dir)
         files = head.files.changed(data)
         return Version(head.number + 1, files, manifest, op, MappingProxyType(version_modes))
@@ -113,14 +129,16 @@ class BranchState:
         return folder.entry(path)[1]
 
     def append(
-        self, version: Version, data: Mapping[RelPath, object], bases: Mapping[RelPath, Base]
-    ) -> None:
+        self, version: Version, data: Mapping[RelPath, object], bases: Mapping[RelPath, Base],
+        taken: Mapping[RelPath, int] | None = None,
+    ) -> None:  # fmt: skip
         """Record a version made from `data` (its paths leave the scratch layer) and the bases
-        of the paths it touched first."""
+        of the paths it touched first (taken now, unless `taken` says when)."""
         with self.lock:
             for path, (base, mode) in bases.items():
                 self.bases[path] = base
                 self.modes[path] = mode
+                self.taken[path] = (taken or {}).get(path) or next(_moments)
             self.scratch.discard(data)
             self.versions.append(version)
             self._release_superseded(data)
@@ -156,6 +174,8 @@ class BranchState:
             if self.journal is not None:
                 self.journal.rebase(self, bases)
             for path, (base, mode) in bases.items():
+                if path not in self.bases or self.bases[path] != base:  # same bytes: as old
+                    self.taken[path] = next(_moments)
                 self.bases[path] = base
                 self.modes[path] = mode
 
@@ -165,6 +185,12 @@ class BranchState:
                 self.journal.drop(self)
             self.status = "dropped"
             self.scratch.clear()
+
+    def unresolved(self) -> list[RelPath]:
+        """The paths that still hold the conflict markers a merge staged there."""
+        with self.lock:
+            files = self.head.files
+            return sorted(p for p, m in self.marked.items() if p in files and files[p] == m)
 
     def base_bytes(self, path: RelPath, folder: Folder) -> bytes | None:
         """The branch's base of `path`: as first touched, else the user's file now."""
@@ -180,19 +206,83 @@ def file_bytes(version: Version, path: RelPath, folder: Folder) -> bytes | None:
     return folder.content(path)
 
 
+def check_kinds(head: Version, data: Mapping[RelPath, bytes | None], folder: Folder) -> None:
+    """StagingError naming the path in the way when `data` puts a file below a file, or a
+    file where a folder holds files: in the branch's view after `data` (the user's folder for
+    paths the branch never touched). Else the shadow would show the file turned into a folder,
+    and accept could not write it."""
+    for path, content in data.items():
+        if content is None:
+            continue
+        _check_folders_above(head, data, folder, path)
+        if folder.holds_files(path):
+            raise StagingError(f"{path}: is a folder in the user's folder; stage the files in "
+                               "it, not the folder")  # fmt: skip
+        inside = _staged_inside(head, data, path)
+        if inside is not None:
+            raise StagingError(f"{path}: is a folder in the branch (it holds {inside}); delete "
+                               "what it holds first, or stage the file elsewhere")  # fmt: skip
+
+
+def _check_folders_above(
+    head: Version, data: Mapping[RelPath, bytes | None], folder: Folder, path: RelPath
+) -> None:
+    """Each folder above `path` is one, or absent, or a file deleted in the branch."""
+    above = parent(path)
+    while above:
+        if above in data or above in head.files:  # staged: a file, or deleted (None)
+            if (data[above] if above in data else head.files[above]) is not None:
+                raise StagingError(f"{path}: {above} is a file in the branch, not a "
+                                   f"folder; delete {above} first, or stage the file "
+                                   "elsewhere")  # fmt: skip
+        elif folder.is_dir(above):
+            return  # the user's folder: everything above is a folder too
+        elif folder.blocks(above):
+            raise StagingError(f"{path}: {above} is a file in the user's folder, not a folder; "
+                               f"delete {above} first, or stage the file elsewhere")  # fmt: skip
+        above = parent(above)
+
+
+def _staged_inside(
+    head: Version, data: Mapping[RelPath, bytes | None], path: RelPath
+) -> RelPath | None:
+    """A file the branch holds inside `path` after `data`, when it made `path` a folder."""
+    if not isinstance(head.manifest.get(path), Dir):
+        return None  # the branch made no folder there: no need to scan what it touched
+    prefix = path + "/"
+    for inside in sorted({*head.files, *data}):
+        if inside.startswith(prefix):
+            content = data[inside] if inside in data else head.files.get(inside)
+            if content is not None:
+                return RelPath(inside)
+    return None
+
+
+def common_base(a: BranchState, b: BranchState, path: RelPath) -> tuple[Base, int]:
+    """The base a merge of `a` and `b` takes for `path`, and when it was taken: of the two
+    branches' bases, the one taken from the folder first. The folder's history is a line and
+    each base a point on it (a first touch, or an accept that moved it), so the older point
+    is the one both branches descend from, as git's merge base is; the newer one already
+    holds what one side brought (an accepted edit), and a merge over it would undo that."""
+    sides = [side for side in (a, b) if path in side.bases]
+    first = min(sides, key=lambda side: side.taken.get(path, 0))  # a tie: a's, as before
+    return (first.bases[path], first.modes[path]), first.taken.get(path, 0)
+
+
 def merge(
     merged: BranchState, a: BranchState, b: BranchState, folder: Folder,
     make: Callable[[bytes], Blob],
 ) -> tuple[RelPath, ...]:  # fmt: skip
     """Stage on the fresh `merged` the three-way merge of `a` and `b` (per hunk, as `git
-    merge-file` merges): their common base (each path's base as the branch that touched it
-    first recorded it) becomes its base. Returns the paths both changed in overlapping lines:
-    they hold the merge with conflict markers labelled with the branch names and `base`."""
+    merge-file` merges): their common base (`common_base`) becomes its base. Returns the
+    paths both changed in overlapping lines: they hold the merge with git's conflict markers
+    (`<<<<<<< a`, `=======`, `>>>>>>> b`: the merge style, no base section), and `merged`
+    remembers them, so accept refuses it until each is staged again (resolved)."""
     with a.lock, b.lock:
         ours, theirs = a.head, b.head
         paths = sorted({*ours.files, *theirs.files})
-        bases = {**b.bases, **a.bases}
-        base_modes = {**b.modes, **a.modes}
+        common = {p: common_base(a, b, p) for p in paths}
+        bases = {p: base for p, ((base, _), _) in common.items()}
         mine = {p: file_bytes(ours, p, folder) for p in paths}
         other = {p: file_bytes(theirs, p, folder) for p in paths}
         modes = {**{p: b.mode(theirs, p, folder) for p in theirs.modes},
@@ -204,6 +294,9 @@ def merge(
     changed = {p: d for p, d in result.items() if d != bases[p] or p in modes}
     if changed:
         merged.stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}",
-                     folder, make, {p: (bases[p], base_modes[p]) for p in changed},
-                     {p: m for p, m in modes.items() if p in changed})  # fmt: skip
+                     folder, make, {p: common[p][0] for p in changed},
+                     {p: m for p, m in modes.items() if p in changed},
+                     {p: common[p][1] for p in changed})  # fmt: skip
+    with merged.lock:
+        merged.marked = {p: m for p, m in plan.marked.items() if changed.get(p) is m}
     return tuple(plan.conflicts)

@@ -302,13 +302,17 @@ class Workspace:
                 del self._branches[branch.name]
 
     def merge_check(self, a: Branch, b: Branch, name: str | None = None) -> Branch:
-        """A new branch holding the three-way merge of `a` and `b` over their common base.
+        """A new branch holding the three-way merge of `a` and `b` over their common base
+        (per path, the older of their bases: the text both forked from, also after one of
+        them was accepted).
 
         Lint and run it to learn whether two agents' edits work together before either is
         accepted. Files merge per hunk as `git merge-file` merges them (both sides'
         non-conflicting hunks kept); where both changed the same lines, the path is listed in
         the new branch's `conflicts` and holds git's conflict markers, labelled with the
-        branch names and `base`. Neither branch, nor the user's folder, is changed.
+        branch names (`<<<<<<< a`, `=======`, `>>>>>>> b`; no base section), and the new
+        branch's accept() is refused until each such path is staged again (resolved).
+        Neither branch, nor the user's folder, is changed.
         """
         for arg, branch in (("a", a), ("b", b)):
             if not isinstance(branch, Branch) or branch.workspace is not self:
