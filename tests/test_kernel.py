@@ -277,15 +277,15 @@ def test_arguments_split_as_a_shell_splits_them(k: Kernel, project: Path) -> Non
     k.ok("%branch drop quoted")
 
 
-@pytest.mark.fallback(OFFLINE_NEEDS_NAMESPACES, unless="namespaces")
 def test_shadow_run_keep_and_diff_scratch(k: Kernel, project: Path) -> None:
     """Without --keep a run's writes go to the scratch layer (`%branch diff --scratch` lists
-    them, accept leaves them out); with --keep they become the branch's next version."""
+    them, accept leaves them out); with --keep they become the branch's next version. (With
+    --net: an offline run needs the sandbox, which the fallback's child lacks.)"""
     k.ok("%branch new keep")
-    k.ok("%%shadow_run keep\necho scratch > scratch.txt")
+    k.ok("%%shadow_run keep --net\necho scratch > scratch.txt")
     assert "scratch.txt" not in k.ok("%branch diff keep").data("text/plain")[0]
     assert "scratch.txt" in k.ok("%branch diff keep --scratch").data("text/plain")[0]
-    kept = k.ok("%%shadow_run keep --keep\necho kept > kept.txt").data("text/plain")[0]
+    kept = k.ok("%%shadow_run keep --keep --net\necho kept > kept.txt").data("text/plain")[0]
     assert "kept as version 1" in kept
     assert k.value("ws.branches['keep'].read('kept.txt')") == repr("kept\n")
     assert "+kept" in k.ok("%branch diff keep").data("text/plain")[0]

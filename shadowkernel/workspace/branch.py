@@ -431,11 +431,7 @@ class Branch:
             for path in targets:
                 self._check_lint_target(version, path)
             return targets
-        staged = texts(version)
-        other = [p for p, data in version.files.items()
-                 if p not in staged and data is not None and version.modes.get(p) != LINK
-                 and b"\0" not in data]  # fmt: skip
-        return sorted([*staged, *other])
+        return sorted(texts(version))
 
     def _check_lint_target(self, version: Version, path: RelPath) -> None:
         files, where = version.files, f"branch {self.name!r} (version {version.number})"

@@ -159,13 +159,19 @@ def staged(
 
 
 def texts(version: Version) -> dict[RelPath, str]:
-    """The version's staged text files (what servers open); binary files and links are not."""
+    """The version's staged text files (what servers open); binary files (with NUL bytes)
+    and links are not. A file that is not UTF-8 (Latin-1 source, say) opens with its
+    undecodable bytes replaced, as a server reading it from the disk would see it: linted,
+    not silently left out, with or without a mount."""
     out = {}
     for path, data in version.files.items():
         if data is None or version.modes.get(path) == LINK:
             continue
-        with contextlib.suppress(UnicodeDecodeError):
+        try:
             out[path] = RECENT_TEXTS.text(data)
+        except UnicodeDecodeError:
+            if b"\0" not in data:
+                out[path] = data.decode("utf-8", "replace")
     return out
 
 
