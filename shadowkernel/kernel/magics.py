@@ -51,9 +51,14 @@ def _args(magic: Callable[..., Any], line: str) -> Any:
         hint = "close the quote, or escape a lone quote or trailing backslash with a backslash"
         raise UsageError(f"{str(error).lower()} in {line.strip()!r}: {hint}") from None
     try:
-        return magic.parser.parse_args(words)
+        return _parser(magic).parse_args(words)
     except UsageError as error:
         raise UsageError(_required(magic, str(error))) from None
+
+
+def _parser(magic: Callable[..., Any]) -> Any:
+    """The ArgumentParser `@magic_arguments` put on the magic."""
+    return magic.parser  # type: ignore[attr-defined]
 
 
 def _required(magic: Callable[..., Any], message: str) -> str:
@@ -62,7 +67,8 @@ def _required(magic: Callable[..., Any], message: str) -> str:
     head, found, names = message.partition("the following arguments are required: ")
     if not found:
         return message
-    optional = {a.dest for a in magic.parser._actions if a.nargs in ("*", "?")}
+    actions = _parser(magic)._actions  # argparse keeps no public list of them
+    optional = {a.dest for a in actions if a.nargs in ("*", "?")}
     kept = [n for n in names.split(", ") if n not in optional]
     return f"{head}{found}{', '.join(kept)}"
 

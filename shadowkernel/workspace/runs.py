@@ -94,6 +94,13 @@ def _on_output(name: str, value: object) -> Any:
                         "chunk) (stream 'stdout' or 'stderr', chunk bytes), or None")  # fmt: skip
 
 
+def _cwd(name: str, value: object) -> object:
+    """A folder of the project to run in, relative to it ('.' or '': the project itself)."""
+    if isinstance(value, str | os.PathLike) and os.fspath(value) in ("", "."):
+        return value
+    return arguments.path(name, value)
+
+
 def _mode(name: str, value: object) -> str:
     if not isinstance(value, str):  # which names: `view_mode` says, a RunError
         raise ArgumentError(f"{name}={_show(value)}: give one of "
@@ -116,7 +123,7 @@ _OPTIONS: dict[str, Callable[[str, Any], Any]] = {
     "sandbox": arguments.flag,  # False: unconfined, asked for by name (never implied)
     "mode": _mode,
     "env": _environment,
-    "cwd": arguments.path,
+    "cwd": _cwd,
     "writable": _writable,
     "output_cap": _amount("the bytes of each stream to keep, e.g. 2**20", least=0),
     "max_processes": _amount("the most processes the run may have at once, e.g. 256"),
