@@ -285,6 +285,7 @@ def test_accept_with_a_conflicting_user_edit_writes_nothing(fresh_project: Path)
         with pytest.raises(ConflictError, match="pkg/mod.py") as caught:
             a.accept()
         assert caught.value.paths == ("pkg/mod.py",)
+        assert "fork a new branch" in str(caught.value)  # re-staging here cannot resolve it
         assert snapshot(fresh_project) == before
         # Once the conflicting file is re-staged on top of the user's version, accept merges.
         a.write("pkg/mod.py", MOD.replace("return a + b", "return 0  # agreed"))

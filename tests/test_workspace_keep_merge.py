@@ -203,3 +203,14 @@ def test_document_and_workspace_symbols(tmp_path: Path) -> None:
         found = ws.symbols("sub")
         assert [(s.name, s.path, s.line) for s in found] == [("sub", "pkg/mod.py", 5)]
         assert [e.op for e in ws.events()][-1] == "symbols"
+
+
+def test_a_merge_that_cannot_be_staged_leaves_no_branch(ws: sk.Workspace) -> None:
+    """One side made `pkg/x` a file, the other a folder: the merge is refused and the empty
+    merge branch it had made is gone."""
+    a, b = ws.branch("file-side"), ws.branch("folder-side")
+    a.write("pkg/x", "a file\n")
+    b.write("pkg/x/y.py", "Y = 1\n")
+    with pytest.raises(sk.ShadowError):
+        ws.merge_check(a, b, "both")
+    assert "both" not in ws.branches

@@ -93,6 +93,17 @@ def test_run_options_are_checked_before_anything_runs(
     assert a.scratch() == [] and not [e for e in ws.timeline().events if e.kind == "run"]
 
 
+def test_a_command_past_the_kernels_argument_limit_is_an_argument_error(ws: sk.Workspace) -> None:
+    """Linux takes at most 128 KiB in one argument (E2BIG past it): said before the run."""
+    a = ws.branch("long")
+    body = "x" * 140_000
+    with pytest.raises(sk.ArgumentError, match="140[0-9]{3} bytes.*write\\(\\)"):
+        a.run(f"cat > gen.txt <<'EOF'\n{body}\nEOF\n", network=True)
+    with pytest.raises(sk.ArgumentError, match="bytes"):
+        a.run(["echo", body], network=True)
+    assert not [e for e in ws.timeline().events if e.kind == "run"]
+
+
 def test_run_options_that_work_stay_accepted(ws: sk.Workspace) -> None:
     heard: list[bytes] = []
     result = ws.branch("good-options").run(

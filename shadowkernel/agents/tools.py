@@ -28,6 +28,7 @@ from ..paths import RelPath, is_within, rel
 from ..run.result import DEFAULT_OUTPUT_CAP
 from ..text.content import MAX_TEXT_BYTES
 from ..workspace.gitexport import default_ref
+from ..workspace.runs import ARGUMENT_LIMIT
 from . import shapes
 from .toolspec import READS, STAGES, Hints, ToolSpec, spec_of, tool
 
@@ -42,9 +43,7 @@ READ_LIMIT = 100_000  # characters read_file returns by default: twice (JSON and
 # the 1 MiB some HTTP clients take in one event, even at 4 bytes a character
 RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
 OUTPUT_CAP = DEFAULT_OUTPUT_CAP  # the run's own cap (bytes per stream it keeps)
-# The command is one argument of `bash -c`: Linux refuses a single argument over MAX_ARG_STRLEN
-# (32 pages, 128 KiB) with E2BIG, its terminating NUL included.
-COMMAND_LIMIT = 32 * os.sysconf("SC_PAGE_SIZE") - 1  # bytes of UTF-8
+COMMAND_LIMIT = ARGUMENT_LIMIT  # the command is one argument of `bash -c` (runs.ARGUMENT_LIMIT)
 LINT_ONLY = frozenset({"ruff"})  # built-in servers that answer no navigation at all
 WRITES_FOLDER = Hints(read_only=False, destructive=True)  # the user's own files
 

@@ -596,8 +596,9 @@ class Branch:
             if plan.conflicts:
                 raise ConflictError(
                     f"accept {self.name!r}: the user changed {', '.join(plan.conflicts)} since "
-                    "the branch forked and the changes overlap; nothing was written. Re-stage "
-                    "on top of the user's version (or drop the branch)",
+                    "the branch forked and the changes overlap; nothing was written. The "
+                    "branch keeps the base it forked from: fork a new branch (its base is the "
+                    "user's version now), stage the edit there, and drop this one",
                     paths=tuple(plan.conflicts),
                 )
             for path in version.files:  # only the mode changed: the user's bytes, our mode

@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from .branch import Branch
 
 
+# Linux refuses one argument over MAX_ARG_STRLEN (32 pages, 128 KiB) with E2BIG, its NUL
+# included; a command string is one argument of `bash -c` (or `python -c`).
+ARGUMENT_LIMIT = 32 * os.sysconf("SC_PAGE_SIZE") - 1  # bytes of UTF-8
+
+
 def check(
     cmd: Any, timeout: Any, network: Any, keep: Any, options: dict[str, Any]
 ) -> tuple[str | list[str], float, bool, bool]:
@@ -49,7 +54,14 @@ def check(
         options[name] = _OPTIONS[name](name, value)
     if options.get("cancel") is None:
         options["cancel"] = threading.Event()
-    return (arguments.command(cmd), arguments.seconds("timeout", timeout),
+    command = arguments.command(cmd)
+    for word in [command] if isinstance(command, str) else command:
+        if (size := len(word.encode("utf-8", "surrogatepass"))) > ARGUMENT_LIMIT:
+            raise ArgumentError(f"cmd: an argument of {size} bytes, over the {ARGUMENT_LIMIT} "
+                                "bytes Linux takes in one (a command string is one, for bash "
+                                "-c); stage the script with write() and run it, e.g. 'bash "
+                                "gen.sh'")  # fmt: skip
+    return (command, arguments.seconds("timeout", timeout),
             arguments.flag("network", network), arguments.flag("keep", keep))  # fmt: skip
 
 

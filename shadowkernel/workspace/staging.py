@@ -114,7 +114,7 @@ class Version:
 
     number: int
     files: Files  # every touched path -> bytes (None: deleted)
-    manifest: Manifest  # what the shadow shows for it
+    manifest: Manifest = field(repr=False)  # what the shadow shows for it (its blobs' bytes)
     op: str  # what made it: "fork", "write pkg/mod.py", "patch (2 files)", ...
     # the mode of each touched path whose mode the branch set (else its base's mode);
     # LINK: a symlink whose target is the path's bytes

@@ -318,7 +318,11 @@ class Workspace:
             if not isinstance(branch, Branch) or branch.workspace is not self:
                 raise ArgumentError(f"{arg}={branch!r}: give a branch of this workspace")
         merged = self.branch(name or f"merge-{a.name}-{b.name}")
-        merged.conflicts = merge(merged.state, a.state, b.state, self.folder, self.store.make)
+        try:
+            merged.conflicts = merge(merged.state, a.state, b.state, self.folder, self.store.make)
+        except BaseException:  # a merge that cannot be staged leaves no empty branch behind
+            merged.drop()
+            raise
         return merged
 
     # -- requests ----------------------------------------------------------------------------
