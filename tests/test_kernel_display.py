@@ -41,3 +41,16 @@ def test_run_result_repr_is_short_and_dumps_no_blob() -> None:
                     "stdout 3 chars, stderr 0 chars>")  # fmt: skip
     assert "and 18 more" in run_text(result(written))
     assert run_html(result(written)).count("<code>") == 13
+
+
+def test_a_chatty_runs_display_shows_both_ends_and_where_the_rest_is() -> None:
+    from shadowkernel.kernel.display import SHOWN
+
+    lines = "".join(f"{i}\n" for i in range(1, 2_000_001))
+    chatty = RunResult(("seq", "1", "2000000"), 0, lines, "", False, False, 1.0, False, {},
+                       "fuse", True, False)  # fmt: skip
+    text, page = run_text(chatty), run_html(chatty)
+    assert len(text) < SHOWN + 500 and len(page) < SHOWN + 2_000
+    assert text.split("\n")[1] == "1" and text.endswith("2000000")
+    assert "characters not shown (the whole text: the result's .stdout)" in text
+    assert chatty.stdout == lines  # the result keeps all of it

@@ -88,13 +88,28 @@ def _first(paths: Iterable[str], limit: int = 12) -> list[str]:
     return ordered[:limit] + more
 
 
+# Characters of each stream a notebook shows (half from each end): a chatty run kept 4 MB of
+# output per stream, twice (text and HTML), in the notebook; the result keeps all of it.
+SHOWN = 20_000
+
+
+def shown(text: str, stream: str) -> str:
+    """`text` as a notebook shows it: whole up to SHOWN characters, else its two ends around
+    a line saying how much is left out and where it is."""
+    if len(text) <= SHOWN:
+        return text
+    half = SHOWN // 2
+    return (f"{text[:half]}\n... {len(text) - SHOWN:,} characters not shown (the whole text: "
+            f"the result's .{stream}) ...\n{text[-half:]}")  # fmt: skip
+
+
 def run_text(result: Any) -> str:
     written = ", ".join(_first(result.written)) or "nothing"
     parts = [f"{run_status(result)} in {result.duration:.2f} s; wrote {written}"]
     if result.stdout:
-        parts.append(result.stdout.rstrip("\n"))
+        parts.append(shown(result.stdout, "stdout").rstrip("\n"))
     if result.stderr:
-        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+        parts.append("[stderr]\n" + shown(result.stderr, "stderr").rstrip("\n"))
     parts += [f"note: {n}" for n in result.notes]
     return "\n".join(parts)
 
@@ -117,8 +132,9 @@ def run_html(result: Any) -> str:
 def _pre(name: str, text: str, background: str) -> str:
     if not text:
         return ""
+    body = html.escape(shown(text, name))
     return (f"<div><i>{name}</i><pre style='background:{background};padding:4px;margin:2px 0;"
-            f"max-height:30em;overflow:auto'>{html.escape(text)}</pre></div>")  # fmt: skip
+            f"max-height:30em;overflow:auto'>{body}</pre></div>")  # fmt: skip
 
 
 # -- navigation ---------------------------------------------------------------------------------
