@@ -22,18 +22,18 @@ T = TypeVar("T")
 
 def text(name: str, value: object) -> str:
     if not isinstance(value, str):
-        raise ArgumentError(f"{name}={_show(value)}: give a str")
+        raise ArgumentError(f"{name}={show(value)}: give a str")
     return value
 
 
 def path(name: str, value: object) -> RelPath:
     """A file's path relative to the workspace ("" or "." names its root: no file)."""
     if not isinstance(value, str | os.PathLike):
-        raise ArgumentError(f"{name}={_show(value)}: give a path relative to the workspace, "
+        raise ArgumentError(f"{name}={show(value)}: give a path relative to the workspace, "
                             "as a str")  # fmt: skip
     found = rel(value)
     if not found:
-        raise ArgumentError(f"{name}={_show(value)}: the path is empty; give a file's path "
+        raise ArgumentError(f"{name}={show(value)}: the path is empty; give a file's path "
                             "relative to the workspace, e.g. 'pkg/mod.py'")  # fmt: skip
     return found
 
@@ -53,7 +53,7 @@ def _listed(
     if value is None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ArgumentError(f"{name}={_show(value)}: give a list of {what}, e.g. [{_show(value)}]")
+        raise ArgumentError(f"{name}={show(value)}: give a list of {what}, e.g. [{show(value)}]")
     return [each(name, v) for v in value]
 
 
@@ -83,15 +83,15 @@ def branch_name(value: object) -> str:
     """A branch name git would accept (`git check-ref-format --branch`) of at most
     NAME_BYTES bytes in UTF-8, or ArgumentError naming the rule it breaks."""
     if not isinstance(value, str) or not value:
-        raise ArgumentError(f"name={_show(value)}: give a non-empty str")
+        raise ArgumentError(f"name={show(value)}: give a non-empty str")
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > NAME_BYTES:
-        raise ArgumentError(f"branch name {_show(value)} is {size} bytes long in UTF-8; give "
+        raise ArgumentError(f"branch name {show(value)} is {size} bytes long in UTF-8; give "
                             f"at most {NAME_BYTES} (git keeps a branch as a file)")  # fmt: skip
     parts = value.split("/")
     for rule, broken in _NAME_RULES:
         if broken(value, parts):
-            raise ArgumentError(f"branch name {_show(value)} is not one git accepts: {rule}")
+            raise ArgumentError(f"branch name {show(value)} is not one git accepts: {rule}")
     return value
 
 
@@ -100,42 +100,42 @@ def mode(name: str, value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0o777:
-        raise ArgumentError(f"{name}={_show(value)}: give permission bits such as 0o755 "
+        raise ArgumentError(f"{name}={show(value)}: give permission bits such as 0o755 "
                             "(executable) or 0o644, or None to keep the file's mode")  # fmt: skip
     return value
 
 
 def data(name: str, value: object) -> bytes:
     if not isinstance(value, bytes | bytearray | memoryview):
-        raise ArgumentError(f"{name}={_show(value)}: give bytes")
+        raise ArgumentError(f"{name}={show(value)}: give bytes")
     return bytes(value)
 
 
 def position(line: object, column: object) -> tuple[int, int]:
     for name, value in (("line", line), ("column", column)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ArgumentError(f"{name}={_show(value)}: positions are 1-based ints "
+            raise ArgumentError(f"{name}={show(value)}: positions are 1-based ints "
                                 "(line 1, column 1 is the file's first character)")  # fmt: skip
     return line, column  # type: ignore[return-value]
 
 
 def count(name: str, value: object, least: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ArgumentError(f"{name}={_show(value)}: give {what} (an int >= {least})")
+        raise ArgumentError(f"{name}={show(value)}: give {what} (an int >= {least})")
     return value
 
 
 def seconds(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ArgumentError(f"{name}={_show(value)}: give a positive number of seconds")
+        raise ArgumentError(f"{name}={show(value)}: give a positive number of seconds")
     if math.isinf(value):
-        raise ArgumentError(f"{name}={_show(value)}: give a finite number of seconds")
+        raise ArgumentError(f"{name}={show(value)}: give a finite number of seconds")
     return float(value)
 
 
 def flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise ArgumentError(f"{name}={_show(value)}: give True or False")
+        raise ArgumentError(f"{name}={show(value)}: give True or False")
     return value
 
 
@@ -144,7 +144,7 @@ def command(value: object) -> str | list[str]:
         return value
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         return list(value)
-    raise ArgumentError(f"cmd={_show(value)}: give a shell command as a str, or an argv list "
+    raise ArgumentError(f"cmd={show(value)}: give a shell command as a str, or an argv list "
                         "of str")  # fmt: skip
 
 
@@ -158,6 +158,7 @@ def options(function: Callable[..., Any], given: Mapping[str, Any], *, taken: se
                             f"{', '.join(sorted(known))}")  # fmt: skip
 
 
-def _show(value: object) -> str:
+def show(value: object) -> str:
+    """A value as an error message quotes it: its repr, cut at 60 characters."""
     shown = repr(value)
     return shown if len(shown) <= 60 else shown[:57] + "..."

@@ -69,7 +69,7 @@ def _environment(name: str, value: object) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ArgumentError(f"{name}={_show(value)}: give a dict of str to str (the "
+        raise ArgumentError(f"{name}={arguments.show(value)}: give a dict of str to str (the "
                             "run's whole environment), or None for the kernel's")  # fmt: skip
     for key, item in value.items():
         if not isinstance(key, str) or not isinstance(item, str) or not key or "=" in key \
@@ -82,11 +82,11 @@ def _environment(name: str, value: object) -> dict[str, str] | None:
 
 def _writable(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str | bytes | os.PathLike) or not isinstance(value, Sequence | Set):
-        raise ArgumentError(f"{name}={_show(value)}: give a list of absolute paths "
-                            f"of directories, e.g. [{_show(value)}]")  # fmt: skip
+        raise ArgumentError(f"{name}={arguments.show(value)}: give a list of absolute paths "
+                            f"of directories, e.g. [{arguments.show(value)}]")  # fmt: skip
     for path in value:
         if not isinstance(path, str | os.PathLike):
-            raise ArgumentError(f"{name}: {_show(path)} is not a path; give a list "
+            raise ArgumentError(f"{name}: {arguments.show(path)} is not a path; give a list "
                                 "of absolute paths of directories (str)")  # fmt: skip
     return tuple(os.fspath(p) for p in value)
 
@@ -95,14 +95,14 @@ def _cancel(name: str, value: object) -> Any:
     if value is None or (callable(getattr(value, "set", None))
                          and callable(getattr(value, "is_set", None))):  # fmt: skip
         return value
-    raise ArgumentError(f"{name}={_show(value)}: give a threading.Event (set it to "
+    raise ArgumentError(f"{name}={arguments.show(value)}: give a threading.Event (set it to "
                         "cancel the run), or leave it out")  # fmt: skip
 
 
 def _on_output(name: str, value: object) -> Any:
     if value is None or callable(value):
         return value
-    raise ArgumentError(f"{name}={_show(value)}: give a function on_output(stream, "
+    raise ArgumentError(f"{name}={arguments.show(value)}: give a function on_output(stream, "
                         "chunk) (stream 'stdout' or 'stderr', chunk bytes), or None")  # fmt: skip
 
 
@@ -115,14 +115,9 @@ def _cwd(name: str, value: object) -> object:
 
 def _mode(name: str, value: object) -> str:
     if not isinstance(value, str):  # which names: `view_mode` says, a RunError
-        raise ArgumentError(f"{name}={_show(value)}: give one of "
+        raise ArgumentError(f"{name}={arguments.show(value)}: give one of "
                             f"{', '.join(map(repr, MODES))}")  # fmt: skip
     return value
-
-
-def _show(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _amount(what: str, least: int = 1) -> Callable[[str, object], int]:
