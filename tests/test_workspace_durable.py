@@ -146,6 +146,36 @@ def test_restored_branches_merge_over_the_base_they_share(project: Path, tmp_pat
             "a + b", "a + b + 0")  # fmt: skip
 
 
+def test_a_merges_conflicts_come_back_and_accept_still_refuses_them(
+    project: Path, tmp_path: Path
+) -> None:
+    """A merge_check branch restored after a restart still lists its conflicts and accept
+    still refuses the paths not staged since; what was resolved before the restart stays
+    resolved."""
+    state = tmp_path / "state"
+    (project / "pkg/other.py").write_text("O = 1\n")
+    with reopen(project, state) as ws:
+        a, b = ws.branch("a"), ws.branch("b")
+        for branch, n in ((a, 0), (b, 1)):
+            branch.replace("pkg/mod.py", "a + b", f"a + b + {n}")
+            branch.write("pkg/other.py", f"O = {n + 2}\n")
+        merged = ws.merge_check(a, b, "m")
+        assert merged.conflicts == ("pkg/mod.py", "pkg/other.py")
+        merged.write("pkg/other.py", "O = 5\n")
+    before = snapshot(project)
+    with reopen(project, state) as ws:
+        merged = ws.branches["m"]
+        assert merged.conflicts == ("pkg/mod.py", "pkg/other.py")
+        with pytest.raises(sk.ConflictError, match="'m': pkg/mod.py still holds the conflict "
+                           "markers merge_check put there; nothing") as caught:  # fmt: skip
+            merged.accept()
+        assert caught.value.paths == ("pkg/mod.py",) and snapshot(project) == before
+        merged.write("pkg/mod.py", "def add(a, b):\n    return a + b + 1\n")
+    with reopen(project, state) as ws:
+        assert ws.branches["m"].accept().written == ("pkg/mod.py", "pkg/other.py")
+    assert (project / "pkg/other.py").read_text() == "O = 5\n"
+
+
 def test_state_none_keeps_nothing(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -148,6 +148,52 @@ def test_accept_refuses_a_merge_until_its_conflicts_are_resolved(ws: sk.Workspac
         "a - b", "a - b - 1")  # fmt: skip
 
 
+def test_conflicts_without_markers_are_refused_until_staged_again(ws: sk.Workspace) -> None:
+    """A file one side deleted while the other changed it, and a binary file both changed,
+    hold no markers: the merge keeps one side, and accept refuses each until it is staged
+    again, by name and with what it holds; then accept writes what was staged."""
+    root = Path(ws.root)
+    (root / "pkg/logo.bin").write_bytes(b"\0logo")
+    a, b = ws.branch("a"), ws.branch("b")
+    a.delete("pkg/old.py")
+    b.write("pkg/old.py", "OLD = 2\n")
+    a.write_bytes("pkg/logo.bin", b"\0logo-a")
+    b.write_bytes("pkg/logo.bin", b"\0logo-b")
+    merged = ws.merge_check(a, b, name="m")
+    assert merged.conflicts == ("pkg/logo.bin", "pkg/old.py")
+    assert merged.read("pkg/old.py") == "OLD = 2\n"  # the side that kept the file
+    assert merged.read_bytes("pkg/logo.bin") == b"\0logo-a"
+    before = snapshot(root)
+    with pytest.raises(sk.ConflictError) as caught:
+        merged.accept()
+    assert caught.value.paths == ("pkg/logo.bin", "pkg/old.py")
+    assert (
+        "pkg/logo.bin still holds a's bytes (a binary file both changed); pkg/old.py still "
+        "holds one side's edit (the other deleted it); nothing was written" in str(caught.value)
+    )
+    merged.write_bytes("pkg/logo.bin", merged.read_bytes("pkg/logo.bin"))  # keep a's: resolved
+    with pytest.raises(sk.ConflictError, match="'m': pkg/old.py still holds") as caught:
+        merged.accept()
+    assert caught.value.paths == ("pkg/old.py",) and snapshot(root) == before
+    merged.delete("pkg/old.py")
+    accepted = merged.accept()
+    assert (accepted.written, accepted.deleted) == (("pkg/logo.bin",), ("pkg/old.py",))
+    assert (root / "pkg/logo.bin").read_bytes() == b"\0logo-a"
+    assert not (root / "pkg/old.py").exists()
+
+
+def test_a_restaged_text_that_keeps_a_conflict_block_is_still_unresolved(
+    ws: sk.Workspace,
+) -> None:
+    a, b = ws.branch("a"), ws.branch("b")
+    a.replace("pkg/mod.py", "return a + b", "return a + b + 0")
+    b.replace("pkg/mod.py", "return a + b", "return a + b + 1")
+    merged = ws.merge_check(a, b, name="m")
+    merged.replace("pkg/mod.py", "def add", "def plus")  # an edit beside the block
+    with pytest.raises(sk.ConflictError, match="pkg/mod.py still holds the conflict markers"):
+        merged.accept()
+
+
 @pytest.mark.parametrize("order", ["ab", "ba"])
 def test_a_merge_after_an_accept_keeps_the_accepted_edit(ws: sk.Workspace, order: str) -> None:
     """After a is accepted, a's base is its own text; the merge base of a and b is still the

@@ -176,7 +176,7 @@ class DiffAnswer(TypedDict):
 class Merged(TypedDict):
     branch: str  # the new branch holding the merge
     version: int
-    conflicts: list[str]  # paths both sides changed on the same lines (git's markers in them)
+    conflicts: list[str]  # paths that did not merge (git's markers; binary; deleted vs changed)
     files: list[str]
 
 

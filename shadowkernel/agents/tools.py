@@ -356,8 +356,10 @@ class Tools:
     def merge_check(self, a: str, b: str, name: str | None = None) -> shapes.Merged:
         """A new branch (`name`, default 'merge-A-B') holding the three-way merge of branches
         a and b over their common base, as `git merge-file` merges; `conflicts` lists the
-        paths both changed on the same lines (they hold git's conflict markers, labelled with
-        the branch names). Lint and run it before accepting either."""
+        paths that did not merge: both changed the same lines (they hold git's conflict
+        markers, labelled with the branch names), a binary file both changed, a file one side
+        deleted. Lint and run it before accepting either; it is not accepted until each
+        conflict is written (or deleted) again."""
         merged = self.workspace.merge_check(self._branch(a), self._branch(b), name)
         return {"branch": merged.name, "version": merged.version,
                 "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip

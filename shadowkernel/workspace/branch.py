@@ -50,7 +50,7 @@ from .staging import (
     texts,
     version_snapshot,
 )
-from .state import BranchState, file_bytes
+from .state import BranchState, Conflicts, file_bytes
 
 if TYPE_CHECKING:
     from .workspace import Workspace
@@ -66,9 +66,13 @@ class Branch:
     ) -> None:
         self.workspace = workspace
         self.name = name
-        self.conflicts: tuple[RelPath, ...] = ()  # set by ws.merge_check: paths that overlapped
         self._uid = uid  # names can be reused after drop(); snapshot keys must not be
         self.state = state or BranchState(name)  # versions, bases, scratch and their lock
+
+    @property
+    def conflicts(self) -> tuple[RelPath, ...]:
+        """The paths ws.merge_check left conflicted when it made this branch (else empty)."""
+        return tuple(self.state.conflicts.paths)
 
     # -- versions -------------------------------------------------------------------------------
 
@@ -583,11 +587,10 @@ class Branch:
             version = self.state.head
             unresolved = self.state.unresolved()
             if unresolved:
-                holds = "still holds" if len(unresolved) == 1 else "still hold"
                 raise ConflictError(
-                    f"accept {self.name!r}: {', '.join(unresolved)} {holds} the conflict "
-                    "markers merge_check put there; nothing was written. Resolve each (stage "
-                    "the text it should have), then accept",
+                    f"accept {self.name!r}: {_unresolved(unresolved, self.state.conflicts)}; "
+                    "nothing was written. Resolve each (stage the content it should have, or "
+                    "delete it), then accept",
                     paths=tuple(unresolved),
                 )
             plan = merge_plan(version.files, self.state.bases.get,
@@ -700,3 +703,12 @@ async def _line_maps(version: Version, bases: Mapping[RelPath, bytes | None],
     if any(not files.has_line_map(p, base) for p, base in wanted.items()):
         return await asyncio.to_thread(lambda: {p: files.line_map(p, b) for p, b in wanted.items()})
     return {p: files.line_map(p, base) for p, base in wanted.items()}
+
+
+def _unresolved(paths: Mapping[RelPath, str], conflicts: Conflicts) -> str:
+    """What each unresolved path of a merge holds, in a sentence."""
+    a, b = conflicts.labels
+    holds = {"markers": "the conflict markers merge_check put there",
+             "binary": f"{a}'s bytes (a binary file both changed)",
+             "deleted": "one side's edit (the other deleted it)"}  # fmt: skip
+    return "; ".join(f"{path} still holds {holds[how]}" for path, how in paths.items())

@@ -32,8 +32,8 @@ replays the change on the content the branch had (records are replayed in order)
 
 A crash can leave a blob nobody names (written, record not committed) or a temporary file:
 restoring removes both. What is not restored: the timeline's events (they describe requests
-of a process that is gone), a merged branch's `conflicts`, and the mtimes of staged files
-(a restored version's files show the time of the restore).
+of a process that is gone) and the mtimes of staged files (a restored version's files show the
+time of the restore). A merge's conflicts are: its version's record lists them.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from . import statedir
 from .folder import Folder
 from .identity import IdentityCache
 from .staging import Version
-from .state import Base, BranchState
+from .state import Base, BranchState, Conflicts
 
 log = logging.getLogger(__name__)
 
@@ -249,13 +249,15 @@ class DurableStore:
 
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
-        bases: Mapping[RelPath, Base],
+        bases: Mapping[RelPath, Base], conflicts: Conflicts | None = None,
     ) -> None:  # fmt: skip
         self._record(state, "version", lambda put: {
             "number": version.number, "op": version.op,
             "data": {p: _delta(_before(state, p, bases), d) or put(d) for p, d in data.items()},
             "bases": {p: [self._put_base(b), mode] for p, (b, mode) in bases.items()},
             "modes": dict(version.modes),
+            **({} if conflicts is None else
+               {"conflicts": {"paths": dict(conflicts.paths), "labels": conflicts.labels}}),
         })  # fmt: skip
 
     def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None:
@@ -456,7 +458,12 @@ def _replay(
         data = {RelPath(p): _undelta(_before(state, RelPath(p), bases), h)
                 if isinstance(h, list) else read(h) for p, h in body["data"].items()}  # fmt: skip
         modes = {RelPath(p): m for p, m in body.get("modes", {}).items()}
-        state.append(state.next_version(data, body["op"], bases, modes, folder, make), data, bases)
+        conflicts = body.get("conflicts")  # a merge's version: what it left conflicted
+        if conflicts is not None:
+            conflicts = Conflicts({RelPath(p): how for p, how in conflicts["paths"].items()},
+                                  tuple(conflicts["labels"]))  # fmt: skip
+        version = state.next_version(data, body["op"], bases, modes, folder, make)
+        state.append(version, data, bases, conflicts=conflicts)
     elif kind == "scratch":
         state.absorb({RelPath(p): decode_override(o, make, read) for p, o in body.items()})
     elif kind == "rebase":

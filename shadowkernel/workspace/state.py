@@ -14,6 +14,7 @@ import itertools
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
@@ -33,12 +34,30 @@ Base = tuple[bytes | None, int]  # the user's bytes of a path (None: absent) and
 _moments = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class Conflicts:
+    """What the merge that made a branch left conflicted: each path and how ("markers": it
+    holds git's conflict markers; "binary": a's bytes; "deleted": one side deleted it, it
+    holds the other's), and the branch names its markers carry."""
+
+    paths: Mapping[RelPath, str] = field(default_factory=dict)
+    labels: tuple[str, str] = ("", "")
+
+    def holds_markers(self, data: bytes | None) -> bool:
+        """`data` still holds a conflict block this merge's markers open and close."""
+        if data is None:
+            return False
+        a, b = self.labels
+        lines = set(data.split(b"\n"))
+        return f"<<<<<<< {a}".encode() in lines and f">>>>>>> {b}".encode() in lines
+
+
 class Journal(Protocol):
     """Where a branch's changes are recorded before they are made (the durable store)."""
 
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
-        bases: Mapping[RelPath, Base],
+        bases: Mapping[RelPath, Base], conflicts: Conflicts | None = None,
     ) -> None: ...  # fmt: skip
     def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None: ...
     def rebase(self, state: BranchState, bases: Mapping[RelPath, Base]) -> None: ...
@@ -63,9 +82,10 @@ class BranchState:
         self.bases: dict[RelPath, bytes | None] = {}
         self.modes: dict[RelPath, int] = {}
         self.taken: dict[RelPath, int] = {}  # when each base was taken (`_moments`)
-        # a merge's conflicted paths -> the bytes with conflict markers it staged there:
-        # accept refuses while a path still holds them (`unresolved`)
-        self.marked: dict[RelPath, bytes] = {}
+        # what the merge that made this branch left conflicted, and which of those paths a
+        # later version staged: accept refuses the others (`unresolved`)
+        self.conflicts = Conflicts()
+        self.restaged: set[RelPath] = set()
         self.scratch = Scratch()
         self.status = "open"  # or "dropped"
 
@@ -86,11 +106,13 @@ class BranchState:
         bases: Mapping[RelPath, Base] | None = None,
         modes: Mapping[RelPath, int] | None = None,
         taken: Mapping[RelPath, int] | None = None,
+        conflicts: Conflicts | None = None,
     ) -> int:
         """Make one new version with `data` (path -> bytes, None: deleted) and `modes` (the
         paths whose mode changes; LINK makes a symlink); paths touched for the first time take
         their base from `bases` (taken at the moments `taken` gives, else now), else from the
-        user's folder now. A file below a file, or in place of a folder, is refused."""
+        user's folder now. A file below a file, or in place of a folder, is refused. A merge
+        gives the `conflicts` it leaves in this version."""
         with self.lock:
             self.check_open()
             check_kinds(self.head, data, folder)
@@ -99,8 +121,8 @@ class BranchState:
                          for p in data if p not in self.bases}  # fmt: skip
             version = self.next_version(data, op, new_bases, modes or {}, folder, make)
             if self.journal is not None:
-                self.journal.version(self, version, data, new_bases)
-            self.append(version, data, new_bases, taken)
+                self.journal.version(self, version, data, new_bases, conflicts)
+            self.append(version, data, new_bases, taken, conflicts)
             return version.number
 
     def next_version(
@@ -130,11 +152,16 @@ class BranchState:
 
     def append(
         self, version: Version, data: Mapping[RelPath, object], bases: Mapping[RelPath, Base],
-        taken: Mapping[RelPath, int] | None = None,
+        taken: Mapping[RelPath, int] | None = None, conflicts: Conflicts | None = None,
     ) -> None:  # fmt: skip
         """Record a version made from `data` (its paths leave the scratch layer) and the bases
-        of the paths it touched first (taken now, unless `taken` says when)."""
+        of the paths it touched first (taken now, unless `taken` says when); a merge's version
+        brings the `conflicts` it leaves, any later one resolves the paths it stages."""
         with self.lock:
+            if conflicts is not None:
+                self.conflicts, self.restaged = conflicts, set()
+            else:
+                self.restaged.update(p for p in data if p in self.conflicts.paths)
             for path, (base, mode) in bases.items():
                 self.bases[path] = base
                 self.modes[path] = mode
@@ -186,11 +213,14 @@ class BranchState:
             self.status = "dropped"
             self.scratch.clear()
 
-    def unresolved(self) -> list[RelPath]:
-        """The paths that still hold the conflict markers a merge staged there."""
+    def unresolved(self) -> dict[RelPath, str]:
+        """The paths the merge that made this branch left conflicted (-> how) that no later
+        version staged, or whose text still holds a conflict block of its markers."""
         with self.lock:
-            files = self.head.files
-            return sorted(p for p, m in self.marked.items() if p in files and files[p] == m)
+            files, conflicts = self.head.files, self.conflicts
+            return {p: how for p, how in sorted(conflicts.paths.items())
+                    if p not in self.restaged
+                    or how == "markers" and conflicts.holds_markers(files.get(p))}  # fmt: skip
 
     def base_bytes(self, path: RelPath, folder: Folder) -> bytes | None:
         """The branch's base of `path`: as first touched, else the user's file now."""
@@ -275,9 +305,11 @@ def merge(
 ) -> tuple[RelPath, ...]:  # fmt: skip
     """Stage on the fresh `merged` the three-way merge of `a` and `b` (per hunk, as `git
     merge-file` merges): their common base (`common_base`) becomes its base. Returns the
-    paths both changed in overlapping lines: they hold the merge with git's conflict markers
-    (`<<<<<<< a`, `=======`, `>>>>>>> b`: the merge style, no base section), and `merged`
-    remembers them, so accept refuses it until each is staged again (resolved)."""
+    conflicted paths. Those both changed in overlapping lines hold git's conflict markers
+    (`<<<<<<< a`, `=======`, `>>>>>>> b`: the merge style, no base section). A binary file
+    keeps a's bytes, a file one side deleted keeps the other side's. `merged` remembers every
+    conflicted path in its version (so also in the durable record), and accept refuses it
+    until each is staged again (resolved)."""
     with a.lock, b.lock:
         ours, theirs = a.head, b.head
         paths = sorted({*ours.files, *theirs.files})
@@ -292,11 +324,12 @@ def merge(
     result |= {p: plan.marked.get(p, mine[p] if mine[p] is not None else other[p])
                for p in plan.conflicts}  # fmt: skip
     changed = {p: d for p, d in result.items() if d != bases[p] or p in modes}
+    how = {p: "markers" if p in plan.marked else "deleted" if None in (mine[p], other[p])
+           else "binary" for p in plan.conflicts if p in changed}  # fmt: skip
+    conflicts = Conflicts(how, (a.name, b.name))
     if changed:
         merged.stage(changed, f"merge {a.name}@{ours.number} + {b.name}@{theirs.number}",
                      folder, make, {p: common[p][0] for p in changed},
                      {p: m for p, m in modes.items() if p in changed},
-                     {p: common[p][1] for p in changed})  # fmt: skip
-    with merged.lock:
-        merged.marked = {p: m for p, m in plan.marked.items() if changed.get(p) is m}
+                     {p: common[p][1] for p in changed}, conflicts)  # fmt: skip
     return tuple(plan.conflicts)

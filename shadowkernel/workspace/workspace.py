@@ -310,8 +310,10 @@ class Workspace:
         accepted. Files merge per hunk as `git merge-file` merges them (both sides'
         non-conflicting hunks kept); where both changed the same lines, the path is listed in
         the new branch's `conflicts` and holds git's conflict markers, labelled with the
-        branch names (`<<<<<<< a`, `=======`, `>>>>>>> b`; no base section), and the new
-        branch's accept() is refused until each such path is staged again (resolved).
+        branch names (`<<<<<<< a`, `=======`, `>>>>>>> b`; no base section). A binary file
+        both changed (it keeps a's bytes) and a file one side deleted (it keeps the other's
+        edit) are listed too. The new branch's accept() is refused until each listed path is
+        staged again (written or deleted) and holds no conflict block of this merge.
         Neither branch, nor the user's folder, is changed.
         """
         for arg, branch in (("a", a), ("b", b)):
@@ -319,7 +321,7 @@ class Workspace:
                 raise ArgumentError(f"{arg}={branch!r}: give a branch of this workspace")
         merged = self.branch(name or f"merge-{a.name}-{b.name}")
         try:
-            merged.conflicts = merge(merged.state, a.state, b.state, self.folder, self.store.make)
+            merge(merged.state, a.state, b.state, self.folder, self.store.make)
         except BaseException:  # a merge that cannot be staged leaves no empty branch behind
             merged.drop()
             raise
