@@ -146,6 +146,36 @@ def test_restored_branches_merge_over_the_base_they_share(project: Path, tmp_pat
             "a + b", "a + b + 0")  # fmt: skip
 
 
+def test_restored_bases_keep_their_age(project: Path, tmp_path: Path) -> None:
+    """A merge branch's base is as old as its sides' (b's and d's here, taken before a was
+    accepted). After a restart a merge of it with c, forked after the accept, still takes
+    that older base and keeps a's accepted edit (the newer base would have it reverted); and
+    a's base, renewed by its accept, stays older than c's, taken after the user's next edit."""
+    state = tmp_path / "state"
+    mod = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n" \
+        "def mul(a, b):\n    return a * b\n"  # fmt: skip
+    (project / "pkg/mod.py").write_text(mod)
+    with reopen(project, state) as ws:
+        b, d, a = ws.branch("b"), ws.branch("d"), ws.branch("a")
+        b.replace("pkg/mod.py", "a - b", "a - b - 1")
+        d.replace("pkg/mod.py", "a * b", "a * b * 1")
+        a.replace("pkg/mod.py", "a + b", "a + b + 0")
+        a.accept()
+        user = '"""Math."""\n' + mod.replace("a + b", "a + b + 0")
+        (project / "pkg/mod.py").write_text(user)  # the user edits on after the accept
+        ws.branch("c").replace("pkg/mod.py", "def add", "# c\ndef add")
+        ws.merge_check(b, d, "m")  # recorded after c took its (newer) base
+    with reopen(project, state) as ws:
+        m, c, a = (ws.branches[n] for n in "mca")
+        joined = ws.merge_check(m, c, "mc")
+        assert joined.conflicts == ()
+        theirs = c.read("pkg/mod.py")
+        assert theirs == user.replace("def add", "# c\ndef add")
+        assert joined.read("pkg/mod.py") == theirs.replace("a - b", "a - b - 1").replace(
+            "a * b", "a * b * 1")  # fmt: skip
+        assert ws.merge_check(a, c, "ac").read("pkg/mod.py") == theirs
+
+
 def test_a_merges_conflicts_come_back_and_accept_still_refuses_them(
     project: Path, tmp_path: Path
 ) -> None:

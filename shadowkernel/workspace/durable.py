@@ -2,8 +2,9 @@
 
 In the folder's state directory (`statedir`): `blobs/` holds content by its SHA-256, and
 `record.sqlite` (SQLite in WAL mode) an append-only record of what each branch did: its fork,
-each version (the bytes it staged and the bases of the paths it touched first, as blob hashes),
-what runs wrote into its scratch layer, new bases after accept. A drop deletes the branch's
+each version (the bytes it staged and the bases of the paths it touched first, as blob hashes,
+with the moments they were taken: a merge's base is the older of two), what runs wrote into
+its scratch layer, new bases after accept. A drop deletes the branch's
 records in one transaction. Restoring replays the record in order.
 
 Sync policy. "behind" (the default): a staging call returns once its record and blobs are
@@ -61,7 +62,7 @@ from . import statedir
 from .folder import Folder
 from .identity import IdentityCache
 from .staging import Version
-from .state import Base, BranchState, Conflicts
+from .state import MOMENTS, Base, BranchState, Conflicts
 
 log = logging.getLogger(__name__)
 
@@ -249,13 +250,14 @@ class DurableStore:
 
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
-        bases: Mapping[RelPath, Base], conflicts: Conflicts | None = None,
+        bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int],
+        conflicts: Conflicts | None = None,
     ) -> None:  # fmt: skip
         self._record(state, "version", lambda put: {
             "number": version.number, "op": version.op,
             "data": {p: _delta(_before(state, p, bases), d) or put(d) for p, d in data.items()},
             "bases": {p: [self._put_base(b), mode] for p, (b, mode) in bases.items()},
-            "modes": dict(version.modes),
+            "taken": dict(taken), "modes": dict(version.modes),
             **({} if conflicts is None else
                {"conflicts": {"paths": dict(conflicts.paths), "labels": conflicts.labels}}),
         })  # fmt: skip
@@ -263,8 +265,11 @@ class DurableStore:
     def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None:
         self._record(state, "scratch", lambda put: encode_scratch(written, put))
 
-    def rebase(self, state: BranchState, bases: Mapping[RelPath, Base]) -> None:
-        self._record(state, "rebase", lambda put: {p: [put(b), m] for p, (b, m) in bases.items()})
+    def rebase(
+        self, state: BranchState, bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int]
+    ) -> None:
+        self._record(state, "rebase", lambda put: {p: [put(b), m, taken.get(p)]
+                                                   for p, (b, m) in bases.items()})  # fmt: skip
 
     def drop(self, state: BranchState) -> None:
         """Delete the branch's records; its blobs (unless another record names them) leave
@@ -462,12 +467,16 @@ def _replay(
         if conflicts is not None:
             conflicts = Conflicts({RelPath(p): how for p, how in conflicts["paths"].items()},
                                   tuple(conflicts["labels"]))  # fmt: skip
+        taken = {RelPath(p): m for p, m in body.get("taken", {}).items()}  # older: ticks
+        MOMENTS.past(taken.values())
         version = state.next_version(data, body["op"], bases, modes, folder, make)
-        state.append(version, data, bases, conflicts=conflicts)
+        state.append(version, data, bases, taken, conflicts)
     elif kind == "scratch":
         state.absorb({RelPath(p): decode_override(o, make, read) for p, o in body.items()})
     elif kind == "rebase":
-        state.rebase({RelPath(p): (read(h), m) for p, (h, m) in body.items()})
+        taken = {RelPath(p): m[0] for p, (_, _, *m) in body.items() if m and m[0]}
+        MOMENTS.past(taken.values())
+        state.rebase({RelPath(p): (read(h), m) for p, (h, m, *_) in body.items()}, taken)
     else:
         raise ShadowError(f"unknown record {kind!r} in a durable store (a newer shadowkernel?)")
 
@@ -478,7 +487,7 @@ def _hashes(kind: str, body: Any) -> Iterator[str]:
         yield from (h for h in body["data"].values() if isinstance(h, str))  # not a change
         yield from (h for h, _ in body["bases"].values() if h)
     elif kind == "rebase":
-        yield from (h for h, _ in body.values() if h)
+        yield from (h for h, *_ in body.values() if h)
     elif kind == "scratch":
         yield from (o["blob"] for o in body.values() if o and o.get("blob"))
 

@@ -10,7 +10,6 @@ bad input or a failed write changes nothing.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -28,10 +27,28 @@ from .staging import DEFAULT_MODE, LINK, Files, Version, staged
 
 Base = tuple[bytes | None, int]  # the user's bytes of a path (None: absent) and its mode
 
-# When each base was taken from the folder, in one order across branches: a merge takes the
-# older of two bases (see `common_base`). A restore replays the record in its order, so
-# restored branches keep their relative order.
-_moments = itertools.count(1)
+
+class Clock:
+    """When each base was taken from the folder, in one order across branches: a merge takes
+    the older of two bases (see `common_base`). The durable record keeps each version's
+    moments; a restore brings them back and moves the clock past them, so a restored branch
+    (a merge's too, whose moments are its sides') keeps its place among old and new ones."""
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def tick(self) -> int:
+        with self._lock:
+            self._last += 1
+            return self._last
+
+    def past(self, moments: Iterable[int]) -> None:
+        with self._lock:
+            self._last = max([self._last, *moments])
+
+
+MOMENTS = Clock()
 
 
 @dataclass(frozen=True)
@@ -57,10 +74,13 @@ class Journal(Protocol):
 
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
-        bases: Mapping[RelPath, Base], conflicts: Conflicts | None = None,
+        bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int],
+        conflicts: Conflicts | None = None,
     ) -> None: ...  # fmt: skip
     def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None: ...
-    def rebase(self, state: BranchState, bases: Mapping[RelPath, Base]) -> None: ...
+    def rebase(
+        self, state: BranchState, bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int]
+    ) -> None: ...
     def drop(self, state: BranchState) -> None: ...
 
 
@@ -81,7 +101,7 @@ class BranchState:
         self.versions: list[Version] = [fork()]
         self.bases: dict[RelPath, bytes | None] = {}
         self.modes: dict[RelPath, int] = {}
-        self.taken: dict[RelPath, int] = {}  # when each base was taken (`_moments`)
+        self.taken: dict[RelPath, int] = {}  # when each base was taken (`MOMENTS`)
         # what the merge that made this branch left conflicted, and which of those paths a
         # later version staged: accept refuses the others (`unresolved`)
         self.conflicts = Conflicts()
@@ -120,9 +140,10 @@ class BranchState:
             new_bases = {p: given[p] if p in given else folder.entry(p)
                          for p in data if p not in self.bases}  # fmt: skip
             version = self.next_version(data, op, new_bases, modes or {}, folder, make)
+            moments = {p: (taken or {}).get(p) or MOMENTS.tick() for p in new_bases}
             if self.journal is not None:
-                self.journal.version(self, version, data, new_bases, conflicts)
-            self.append(version, data, new_bases, taken, conflicts)
+                self.journal.version(self, version, data, new_bases, moments, conflicts)
+            self.append(version, data, new_bases, moments, conflicts)
             return version.number
 
     def next_version(
@@ -165,7 +186,7 @@ class BranchState:
             for path, (base, mode) in bases.items():
                 self.bases[path] = base
                 self.modes[path] = mode
-                self.taken[path] = (taken or {}).get(path) or next(_moments)
+                self.taken[path] = (taken or {}).get(path) or MOMENTS.tick()
             self.scratch.discard(data)
             self.versions.append(version)
             self._release_superseded(data)
@@ -194,15 +215,21 @@ class BranchState:
                 self.journal.scratch(self, written)
             self.scratch.absorb(written)
 
-    def rebase(self, bases: Mapping[RelPath, Base]) -> None:
+    def rebase(
+        self, bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int] | None = None
+    ) -> None:
         """New bases (bytes and mode) for touched paths (after accept: the user's files now
-        equal the branch's)."""
+        equal the branch's), taken now (a restore says when)."""
         with self.lock:
+            moments = {
+                p: (taken or {}).get(p) or MOMENTS.tick()
+                for p, (base, _) in bases.items()
+                if p not in self.bases or self.bases[p] != base
+            }  # same bytes: as old
             if self.journal is not None:
-                self.journal.rebase(self, bases)
+                self.journal.rebase(self, bases, moments)
+            self.taken.update(moments)
             for path, (base, mode) in bases.items():
-                if path not in self.bases or self.bases[path] != base:  # same bytes: as old
-                    self.taken[path] = next(_moments)
                 self.bases[path] = base
                 self.modes[path] = mode
 
