@@ -143,6 +143,7 @@ def load_ipython_extension(shell: Any) -> None:
 
 
 def unload_ipython_extension(shell: Any) -> None:
+    """`%unload_ext shadowkernel`: the magics and display taken back, the shadow closed."""
     from .kernel import unload_ipython_extension as unload
 
     unload(shell)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -197,16 +197,33 @@ def hover_markdown(text: str) -> str:
 # -- registration -------------------------------------------------------------------------------
 
 
-def register_formatters(shell: Any) -> None:
-    """Teach the shell's display system lint tables and run results."""
+def register_formatters(shell: Any) -> Callable[[], None]:
+    """Teach the shell's display system lint tables and run results. Returns the function
+    that puts back the printers these replaced (`%unload_ext shadowkernel`)."""
     from ..run import RunResult
     from ..workspace import Diff
 
     formatters = shell.display_formatter.formatters
-    formatters["text/html"].for_type(pd.DataFrame, _dataframe_html)
-    formatters["text/html"].for_type(RunResult, run_html)
-    formatters["text/plain"].for_type(RunResult, lambda r, p, cycle: p.text(run_text(r)))
-    formatters["text/plain"].for_type(Diff, lambda d, p, cycle: p.text(str(d) or "no changes"))
+    as_html, as_text = formatters["text/html"], formatters["text/plain"]
+    printers = [
+        (as_html, pd.DataFrame, _dataframe_html),
+        (as_html, RunResult, run_html),
+        (as_text, RunResult, lambda r, p, cycle: p.text(run_text(r))),
+        (as_text, Diff, lambda d, p, cycle: p.text(str(d) or "no changes")),
+    ]
+    # The exact entries replaced (for_type answers with a base class's printer too).
+    replaced = [(f, typ, f.type_printers.get(typ)) for f, typ, _ in printers]
+    for formatter, typ, printer in printers:
+        formatter.for_type(typ, printer)
+
+    def restore() -> None:
+        for formatter, typ, old in replaced:
+            if old is None:
+                formatter.type_printers.pop(typ, None)
+            else:
+                formatter.type_printers[typ] = old
+
+    return restore
 
 
 def _dataframe_html(frame: pd.DataFrame) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
 
-from .extension import load_ipython_extension, session_of
+from .extension import session_of
 
 __version__ = version("shadowkernel")  # from the installed metadata, not the package root above
 
@@ -27,7 +27,10 @@ class ShadowKernel(IPythonKernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        load_ipython_extension(self.shell)
+        assert self.shell is not None  # made by IPythonKernel.__init__
+        # Through the extension manager, which then counts it loaded: `%unload_ext shadowkernel`
+        # takes it back (called directly, the manager knew nothing to unload).
+        self.shell.extension_manager.load_extension("shadowkernel")
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         await asyncio.to_thread(session_of(self.shell).shutdown)
