@@ -6,10 +6,13 @@ In process (default) the cells share one Workspace over the suite's projects and
 Workspace and takes cells from a queue.
 
 Finished cells are cached as JSON files in `cache` (a folder), keyed by the agent's
-fingerprint, the task's content, the condition, the seed and the budget, so an interrupted
-run resumes where it stopped. The result is one row per cell in task, condition, seed order;
-columns starting with `seconds_` are wall-clock and excluded by `reproducible()`. A seeded
-run with a scripted or simulated agent reproduces `reproducible(df)` bit for bit.
+fingerprint, the task's content, the condition, the seed, the budget, the language servers
+and the check's timeout, so an interrupted run resumes where it stopped (and a run with
+other servers or another timeout does not get the first run's rows back); cells that finish
+while an interrupt or a failed cell stops the run are cached too. The result is one row per
+cell in task, condition, seed order; columns starting with `seconds_` are wall-clock and
+excluded by `reproducible()`. A seeded run with a scripted or simulated agent reproduces
+`reproducible(df)` bit for bit.
 
 Accounting per cell, from the shadow's timeline (the cell's branch and its grading
 branches): `lint_requests` and `run_requests` (counts, reproducible), `seconds_switch` (time
@@ -30,6 +33,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -41,7 +45,7 @@ from ..agents.loop import TIMING_FIELDS, Episode, run_episode
 from ..agents.observation import CONDITIONS, FEEDBACK, Condition
 from ..agents.observation import condition as as_condition
 from ..agents.transcript import Transcript, cell_file, current
-from ..errors import ArgumentError
+from ..errors import ArgumentError, NotFound
 from .check import make_checker
 from .suite import Suite, Task, builtin_suite, load_suite
 
@@ -96,8 +100,14 @@ def steps(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def episode(df: pd.DataFrame, task: str, condition: str, seed: int = 0) -> Episode:
-    row = df[(df.task == task) & (df.condition == condition) & (df.seed == seed)].iloc[0]
-    return Episode.from_json(json.loads(row.episode))
+    """The recorded episode of one cell of `df` (sk.experiment's frame)."""
+    rows = df[(df.task == task) & (df.condition == condition) & (df.seed == seed)]
+    if rows.empty:
+        conditions = ", ".join(map(str, dict.fromkeys(df.condition)))
+        raise NotFound(f"no cell task={task!r}, condition={condition!r}, seed={seed!r} in the "
+                       f"results; their conditions: {conditions}; seeds: "
+                       f"{', '.join(map(str, sorted(set(df.seed))))}")  # fmt: skip
+    return Episode.from_json(json.loads(rows.iloc[0].episode))
 
 
 # -- one cell -----------------------------------------------------------------------------------
@@ -111,10 +121,17 @@ def fingerprint(agent: Any) -> str:
     return str(getattr(agent, "fingerprint", None) or f"{type(agent).__qualname__}:{agent!r}")
 
 
-def cell_key(agent: Any, suite: Suite, cell: Cell, budget: int) -> str:
+def cell_key(agent: Any, suite: Suite, cell: Cell, budget: int, setting: Any = ()) -> str:
+    """The cache key of a cell; `setting`: what else decides its row (the servers whose
+    lints it shows, the check's timeout)."""
     data = json.dumps([fingerprint(agent), suite.name, cell.task.id, cell.task.digest,
-                       asdict(cell.condition), cell.seed, budget])  # fmt: skip
+                       asdict(cell.condition), cell.seed, budget, setting])  # fmt: skip
     return hashlib.blake2b(data.encode(), digest_size=12).hexdigest()
+
+
+def setting(servers: Sequence[Any], timeout: float) -> list[Any]:
+    """What decides a cell's row beside the agent, task, condition, seed and budget."""
+    return [[s if isinstance(s, str) else repr(s) for s in servers], timeout]
 
 
 def row(cell: Cell, ep: Episode, agent: Any, seconds: float) -> dict[str, Any]:
@@ -186,7 +203,7 @@ class Cache:
     def __init__(self, folder: str | os.PathLike[str] | None) -> None:
         self.folder = None if folder is None else os.fspath(folder)
         if self.folder:
-            os.makedirs(self.folder, exist_ok=True)
+            _make_folder("cache", self.folder)
 
     def get(self, key: str) -> dict[str, Any] | None:
         if not self.folder:
@@ -250,15 +267,18 @@ def experiment(
     agent = as_agent(agent, suite)
     conds = fitting(agent, as_conditions(default_conditions(agent) if conditions is None
                                          else conditions))  # fmt: skip
-    tape = as_tape(record, replay)
     seed_list = as_seeds(seeds)
     _check_counts(budget=budget, n_workers=n_workers, concurrency=concurrency, lanes=lanes)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ArgumentError(f"timeout={timeout!r}: give the seconds a check may take (> 0)")
     if workers is not None and not isinstance(workers, str):
         raise ArgumentError(f"workers={workers!r}: give None (this process), 'local' or a Ray "
                             "address such as 'ray://host:10001'")  # fmt: skip
-    cells = [Cell(t, c, s) for t in suite for c in conds for s in seed_list]
     store = Cache(cache)
-    keys = [cell_key(agent, suite, c, budget) for c in cells]
+    tape = as_tape(record, replay)
+    cells = [Cell(t, c, s) for t in suite for c in conds for s in seed_list]
+    shown_by = setting(getattr(workspace, "servers", servers), timeout)
+    keys = [cell_key(agent, suite, c, budget, shown_by) for c in cells]
     done = {k: v for k in keys if (v := store.get(k)) is not None}
     todo = [(k, c) for k, c in zip(keys, cells, strict=True) if k not in done]
     bar = _progress(len(cells), len(done), agent, progress)
@@ -315,9 +335,18 @@ def as_tape(record: Any, replay: Any) -> Tape | None:
         raise ArgumentError(f"replay={replay!r}: not a folder; give the record= folder of an "
                             "earlier run")  # fmt: skip
     if record is not None:
-        os.makedirs(record, exist_ok=True)
+        _make_folder("record", record)
         return os.path.abspath(record), "record"
     return None if replay is None else (os.path.abspath(replay), "replay")
+
+
+def _make_folder(name: str, folder: Any) -> None:
+    """`folder` made if missing; a path that cannot be a folder is an ArgumentError."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except (OSError, TypeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ArgumentError(f"{name}={folder!r}: give a folder ({reason})") from None
 
 
 def default_conditions(agent: Any) -> tuple[str, ...]:
@@ -356,6 +385,11 @@ def as_conditions(conditions: Any) -> list[Condition]:
                             f"({', '.join(CONDITIONS)}) or Conditions") from None  # fmt: skip
     if not conds:
         raise ArgumentError(f"conditions=[]: give at least one of {', '.join(CONDITIONS)}")
+    names = [c.name for c in conds]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise ArgumentError(f"conditions: {', '.join(map(repr, twice))} given twice; each "
+                            "condition needs a name of its own (its cells are paired by "
+                            "it)")  # fmt: skip
     return conds
 
 
@@ -369,6 +403,9 @@ def as_seeds(seeds: Any) -> list[int]:
     if not seed_list or not all(isinstance(s, int) and not isinstance(s, bool) for s in seed_list):
         raise ArgumentError(f"seeds={seeds!r}: give a count >= 1 (seeds 0..n-1) or a list of "
                             "integer seeds")  # fmt: skip
+    if twice := sorted({s for s in seed_list if seed_list.count(s) > 1}):
+        raise ArgumentError(f"seeds={seeds!r}: {', '.join(map(str, twice))} given twice; a "
+                            "seed's cells would be the same cells")  # fmt: skip
     return seed_list
 
 
@@ -396,19 +433,48 @@ def _run_local(agent, suite, todo, budget, timeout, concurrency, lanes, servers,
     # suite's projects: in memory, since one process at a time holds a durable state.
     ws = workspace or Workspace(suite.workspace_root, servers=servers, lanes=lanes, state=None)
     pool = cf.ThreadPoolExecutor(max(1, concurrency), thread_name_prefix="sk-cell")
+    futures: dict[cf.Future[dict[str, Any]], str] = {}
+    stopping = threading.Event()  # a cell failed or Ctrl-C came: start no other cell
+
+    def cell(c: Cell) -> dict[str, Any]:
+        if stopping.is_set():
+            raise _NotStarted
+        try:
+            return run_cell(ws, agent, suite, c, budget, timeout, tape)
+        except BaseException:
+            stopping.set()
+            raise
+
     try:
-        futures = {pool.submit(run_cell, ws, agent, suite, c, budget, timeout, tape): k
-                   for k, c in todo}  # fmt: skip
+        futures.update({pool.submit(cell, c): k for k, c in todo})
         for future in as_completed(futures):  # Ctrl-C ends the wait, whichever thread took it
+            if isinstance(future.exception(), _NotStarted):
+                continue  # the failed cell that stopped the run comes too
             key = futures[future]
             done[key] = future.result()  # a KeyboardInterrupt in a cell ends the run here
             store.put(key, done[key])
             bar.update(1)
         return ws.events()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        stopping.set()
+        pool.shutdown(wait=True, cancel_futures=True)  # the cells running go on to their end
+        _keep_finished(futures, done, store)
         if workspace is None:
             ws.close()
+
+
+class _NotStarted(Exception):
+    """A cell left out because the run is stopping."""
+
+
+def _keep_finished(futures: dict[cf.Future[dict[str, Any]], str], done: dict[str, Any],
+                   store: Cache) -> None:  # fmt: skip
+    """After an interrupt or a failed cell: cache the cells that finished meanwhile (a rerun
+    resumes after them rather than paying for them again)."""
+    for future, key in futures.items():
+        if key not in done and future.done() and not future.cancelled() \
+                and future.exception() is None:  # fmt: skip
+            store.put(key, future.result())
 
 
 # -- Ray ------------------------------------------------------------------------------------------

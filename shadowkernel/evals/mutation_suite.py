@@ -278,12 +278,16 @@ def mutation_suite(
     `ArgumentError`.
     """
     root = _check_args(path, n, max_failing, pass_to_pass, per_function)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ArgumentError(f"seed={seed!r}: give an integer")
     _check_positive(workers=workers, budget_multiple=budget_multiple,
                     budget_constant=budget_constant, timeout=timeout)  # fmt: skip
     command = parse_command(test_command, root, python)
     env = environment_for(command, autoload, setup)
+    if isinstance(files, str | os.PathLike):
+        files = [os.fspath(files)]  # one module, not its characters
     sources = sorted(files) if files is not None else source_files(root)
-    texts = _read_sources(root, sources)
+    texts = _read_sources(root, sources, named=files is not None)
     opts = Options(n, seed, max_failing, pass_to_pass, per_function, max_candidates or 10 * n,
                    timeout, lint, workers, budget_multiple, budget_constant, fork,
                    command.paths, import_time)  # fmt: skip
@@ -416,7 +420,7 @@ def _check_args(path: Any, n: int, max_failing: int, sample: int, per_function: 
     limits = (("n", n, 1), ("max_failing", max_failing, 1), ("pass_to_pass", sample, 0),
               ("per_function", per_function, 1))  # fmt: skip
     for label, value, least in limits:
-        if not isinstance(value, int) or value < least:
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ArgumentError(f"{label}={value!r}: give an integer >= {least}")
     return root
 
@@ -429,15 +433,25 @@ def _check_positive(**values: float) -> None:
         raise ArgumentError(f"workers={values['workers']!r}: give an integer >= 1")
 
 
-def _read_sources(root: str, sources: Iterable[str]) -> dict[str, str]:
-    texts = {}
+def _read_sources(root: str, sources: Iterable[str], named: bool = True) -> dict[str, str]:
+    """The modules' texts; a module found by `source_files` that is not UTF-8 (a Latin-1
+    file with a coding line) is left out, one named in `files=` is an error naming it."""
+    texts, left_out = {}, []
     for rel_path in sources:
         full = os.path.join(root, rel_path)
         if not os.path.isfile(full):
             raise ArgumentError(f"files: {rel_path!r} is not a file under {root}")
-        with open(full, encoding="utf-8") as f:
-            texts[rel_path] = f.read()
+        try:
+            with open(full, encoding="utf-8") as f:
+                texts[rel_path] = f.read()
+        except UnicodeDecodeError as error:
+            if named:
+                raise ArgumentError(f"files: {rel_path!r} is not UTF-8 text ({error.reason} "
+                                    f"at byte {error.start}); mutation suites stage modules "
+                                    "as UTF-8: leave it out") from None  # fmt: skip
+            left_out.append(rel_path)
     if not texts:
-        raise ArgumentError(f"files: no Python modules to mutate under {root}; name them "
-                            "with files=[...]")  # fmt: skip
+        also = f" (left out, not UTF-8: {', '.join(left_out)})" if left_out else ""
+        raise ArgumentError(f"files: no Python modules to mutate under {root}{also}; name "
+                            "them with files=[...]")  # fmt: skip
     return texts

@@ -46,6 +46,10 @@ class McNemar:
 
 
 def mcnemar(b: int, c: int) -> McNemar:
+    """McNemar's test of `b` pairs only the condition solved against `c` only the baseline did."""
+    for name, count in (("b", b), ("c", c)):
+        if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 0:
+            raise ArgumentError(f"{name}={count!r}: give a count of discordant pairs (>= 0)")
     n = b + c
     if n == 0:
         return McNemar(b, c, 0.0, 1.0, "none")
@@ -136,6 +140,10 @@ def tasks_needed(effect: float, baseline_rate: float, seeds: int = 1,
 
 
 def _check_rates(effect: float, baseline_rate: float, alpha: float, power: float) -> None:
+    for name, value in (("effect", effect), ("baseline_rate", baseline_rate), ("alpha", alpha),
+                        ("power", power)):  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+            raise ArgumentError(f"{name}={value!r}: give a number")
     if not 0 <= baseline_rate <= 1 or not 0 <= baseline_rate + effect <= 1 or effect == 0:
         raise ArgumentError(f"effect={effect!r}, baseline_rate={baseline_rate!r}: give a "
                             "rate in [0, 1] and a non-zero effect keeping it there")  # fmt: skip
@@ -282,6 +290,23 @@ class Summary:
                 f"<p>{html.escape(self.power())}</p>")  # fmt: skip
 
 
+def _check_one_row_per_cell(df: pd.DataFrame) -> None:
+    """Pairs are (task, seed) under two conditions: a cell given twice (frames of two
+    experiments concatenated, two agents under the same condition names) cannot be paired."""
+    twice = df[df.duplicated(["condition", "task", "seed"], keep=False)]
+    if twice.empty:
+        return
+    first = twice.iloc[0]
+    agents = sorted(set(twice["agent"])) if "agent" in twice else []
+    raise ArgumentError(f"df: {len(twice)} rows share their (condition, task, seed) with "
+                        f"another, e.g. {first['condition']!r}, {first['task']!r}, seed "
+                        f"{first['seed']!r}"
+                        + (f" (agents {', '.join(map(repr, agents))})" if len(agents) > 1 else "")
+                        + "; give one row per cell: to compare two agents or prompts, name their "
+                        "conditions apart first, e.g. df.assign(condition=df.agent + '/' + "
+                        "df.condition)")  # fmt: skip
+
+
 def summary(df: pd.DataFrame, baseline: str | None = None, n_boot: int = 2000,
             seed: int = 0, prices: Prices | None = None) -> Summary:  # fmt: skip
     """Per-condition table and paired comparisons against `baseline` (default: 'none' when
@@ -299,8 +324,9 @@ def summary(df: pd.DataFrame, baseline: str | None = None, n_boot: int = 2000,
         baseline = "none" if "none" in names else names[0]
     if baseline not in names:
         raise ArgumentError(f"baseline={baseline!r} is not among the conditions {names}")
-    if not isinstance(n_boot, int) or n_boot < 1:
+    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 1:
         raise ArgumentError(f"n_boot={n_boot!r}: give a positive number of resamples")
+    _check_one_row_per_cell(df)
     simulated = bool(df["simulated"].any()) if "simulated" in df else False
     return Summary(conditions_table(df, check_prices(prices)),
                    comparisons_table(df, baseline, n_boot, seed),

@@ -118,8 +118,12 @@ class Suite:
         raise NotFound(f"suite {self.name!r} has no task {task_id!r}; its tasks: "
                        f"{', '.join(t.id for t in self.tasks[:20])}")  # fmt: skip
 
-    def select(self, ids: Sequence[str] | None = None, *, first: int | None = None) -> Suite:
-        """A suite with only the tasks named (in suite order), or the first few."""
+    def select(self, ids: str | Sequence[str] | None = None, *, first: int | None = None
+               ) -> Suite:  # fmt: skip
+        """A suite with only the tasks named (one id, or ids in the order given), or the
+        first few."""
+        if isinstance(ids, str):
+            ids = [ids]  # one task's id, not its characters
         tasks = self.tasks if ids is None else tuple(self[i] for i in ids)
         return replace(self, tasks=tasks[:first] if first is not None else tasks)
 
