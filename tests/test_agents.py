@@ -25,6 +25,7 @@ from shadowkernel.agents.observation import (
 )
 from shadowkernel.agents.scripted import ScriptedAgent, ScriptedFailure
 from shadowkernel.agents.simulated import Behaviour, SimulatedAgent, lint_mistake, silent_mistake
+from shadowkernel.errors import ArgumentError
 from shadowkernel.evals import builtin_suite
 
 OLD = LintShown("p/m.py", 1, 8, "F401", "`os` imported but unused", "warning", new=False)
@@ -220,3 +221,20 @@ def test_simulated_draws_depend_on_seed_task_and_turn_not_on_condition():
     assert a == agent(Observation(**base, condition="lints+run"))  # common random numbers
     draws = {repr(SimulatedAgent(suite, seed=s)(Observation(**base))) for s in range(12)}
     assert len(draws) > 1
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "message"),
+    [
+        (
+            {"p_corect": 0.5},
+            "p_corect=: not a probability of the simulated agent; did you mean 'p_correct'\\? ",
+        ),
+        ({"p_correct": 1.5}, r"p_correct=1.5: a probability must be a number within \[0, 1\]"),
+        ({"p_correct": "0.5"}, "p_correct='0.5': a probability must be a number"),
+        ({"p_retry_blind": True}, "p_retry_blind=True: a probability must be a number"),
+    ],
+)
+def test_simulated_agent_names_a_bad_probability(probabilities, message):
+    with pytest.raises(ArgumentError, match=message):
+        _sim(**probabilities)

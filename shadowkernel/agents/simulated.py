@@ -51,8 +51,21 @@ class Behaviour:
 
     def __post_init__(self) -> None:
         for name, p in asdict(self).items():
-            if not 0.0 <= p <= 1.0:
-                raise ArgumentError(f"{name}={p}: a probability must be within [0, 1]")
+            if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+                raise ArgumentError(f"{name}={p!r}: a probability must be a number within [0, 1]")
+
+    @classmethod
+    def given(cls, probabilities: dict[str, Any]) -> Behaviour:
+        """The behaviour from keyword arguments; a name it has not is an ArgumentError naming
+        the nearest one (a typo would else be a raw TypeError, or silently ignored)."""
+        names = list(cls.__dataclass_fields__)
+        for name in probabilities:
+            if name not in names:
+                near = difflib.get_close_matches(name, names, n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise ArgumentError(f"{name}=: not a probability of the simulated agent; "
+                                    f"{hint}they are {', '.join(names)}")  # fmt: skip
+        return cls(**probabilities)
 
 
 class SimulatedAgent:
@@ -63,7 +76,7 @@ class SimulatedAgent:
     def __init__(self, suite: Any, seed: int = 0, **probabilities: float) -> None:
         self.suite = suite
         self.seed = seed
-        self.behaviour = Behaviour(**probabilities)
+        self.behaviour = Behaviour.given(probabilities)
         self.name = f"simulated(seed={seed})"
         self._cache: dict[str, tuple[dict[str, str], dict[str, str], dict[str, str]]] = {}
 
