@@ -9,7 +9,8 @@ errors once at its edge. Every method raises only `ShadowError` subclasses for b
 Caveats: quick-fix ids live in this object's memory (the fixes of each branch's last lints),
 so they are valid for the server that offered them and for the version they were offered
 at. `list_files` shows a branch's version (its staged files over the user's folder), not
-what runs wrote to its scratch layer without `keep`.
+what runs wrote to its scratch layer without `keep`. Version-control metadata (`.git` and its
+kin) is neither read nor listed by the tools (`refuse_metadata`); a run may still read it.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from typing import Any, TypeVar
 
 from ..errors import ArgumentError, NotFound, PathError, ServerError, ShadowError, StagingError
 from ..lsp import Fix
-from ..paths import RelPath, is_within, rel
+from ..paths import RelPath, is_within, rel, relative_to, vcs_part
 from ..run.result import DEFAULT_OUTPUT_CAP
 from ..text.content import MAX_TEXT_BYTES
+from ..workspace import arguments
 from ..workspace.gitexport import default_ref
 from ..workspace.runs import ARGUMENT_LIMIT
 from . import shapes
@@ -38,7 +40,8 @@ T = TypeVar("T")
 BRANCH = "the branch's name, as create_branch made it (list_branches lists them)"
 PATH = "a path relative to the project's root, '/'-separated, e.g. 'pkg/mod.py'"
 LINE = "the line, 1-based"
-COLUMN = "the column, 1-based, in characters (a tab counts one)"
+COLUMN = ("the column, 1-based, in characters (a tab counts one); the end of a line, just "
+          "after its last character, is a column too")  # fmt: skip
 READ_LIMIT = 100_000  # characters read_file returns by default: twice (JSON and text) under
 # the 1 MiB some HTTP clients take in one event, even at 4 bytes a character
 RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
@@ -151,6 +154,7 @@ class Tools:
             raise ArgumentError(f"offset={offset}, limit={limit}: give offset >= 0 and "
                                 "limit > 0 (characters)")  # fmt: skip
         chosen = self._branch(branch)
+        refuse_metadata(self.workspace.root, arguments.path("path", path), "read_file")
         version, data = stable(chosen, lambda: chosen.read_bytes(path))
         try:
             content = data.decode("utf-8") if b"\0" not in data else None
@@ -172,10 +176,11 @@ class Tools:
         version: each {name, path, kind} with kind 'file', 'dir' or 'symlink'."""
         chosen = self._branch(branch)
         folder, files = rel(path), chosen.files
+        refuse_metadata(self.workspace.root, folder, "list_files")
         if is_file(self.workspace.root, files, folder):
             raise PathError(f"path {folder!r} is a file in branch {branch!r}; use read_file")
         found = folder_entries(self.workspace.root, folder)
-        listed = entries(found, files, folder)
+        listed = [e for e in entries(found, files, folder) if vcs_part(RelPath(e["name"])) is None]
         if found is None and not listed and folder:
             raise NotFound(f"path {folder!r}: no such folder in branch {branch!r}")
         return {"branch": branch, "version": chosen.version, "path": folder, "entries": listed}
@@ -251,6 +256,8 @@ class Tools:
         paths: the files it staged). Each row has its version, 1-based positions, `new`
         (the branch introduced it) and quick fixes as {id, title} for apply_fix."""
         chosen = self._branch(branch)
+        for path in arguments.paths("paths", paths) or ():
+            refuse_metadata(self.workspace.root, path, "lint")
         running = [server_name(s) for s in self.workspace.servers]
         unknown = [s for s in servers or () if s not in running]
         if unknown:
@@ -264,14 +271,14 @@ class Tools:
     @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def definition(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Where the symbol at path:line:column (1-based) is defined, in the branch's version."""
-        chosen = self._navigable(branch, "definition")
+        chosen = self._navigable(branch, "definition", path)
         version, found = stable(chosen, lambda: chosen.definition(path, line, column))
         return {"branch": branch, "version": version, "locations": found}
 
     @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def references(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Every reference to the symbol at path:line:column (1-based)."""
-        chosen = self._navigable(branch, "references")
+        chosen = self._navigable(branch, "references", path)
         version, found = stable(chosen, lambda: chosen.references(path, line, column))
         return {"branch": branch, "version": version, "locations": found}
 
@@ -279,7 +286,7 @@ class Tools:
     def hover(self, branch: str, path: str, line: int, column: int) -> shapes.HoverAnswer:
         """The hover text (type, docs) at path:line:column (1-based); null where the
         language servers have nothing to show there."""
-        chosen = self._navigable(branch, "hover")
+        chosen = self._navigable(branch, "hover", path)
         version, found = stable(chosen, lambda: chosen.hover(path, line, column))
         return {"branch": branch, "version": version, "hover": found}
 
@@ -292,7 +299,7 @@ class Tools:
     ) -> shapes.Symbols:
         """Document symbols of `path` in the branch's version, or (with `query` instead) the
         workspace symbols matching the query, as the user's folder shows them."""
-        chosen = self._navigable(branch, "symbols")
+        chosen = self._navigable(branch, "symbols", path)
         if (path is None) == (query is None):
             raise ArgumentError("symbols: give either path (document symbols) or query "
                              "(workspace symbols)")  # fmt: skip
@@ -406,9 +413,11 @@ class Tools:
                            "create it with create_branch")  # fmt: skip
         return found
 
-    def _navigable(self, name: str, tool: str) -> Any:
-        """The branch, once some language server of the workspace navigates code: ruff alone
-        would answer nothing, silently."""
+    def _navigable(self, name: str, tool: str, path: str | None) -> Any:
+        """The branch, once some language server of the workspace navigates code (ruff alone
+        would answer nothing, silently) and `path` is no version-control metadata."""
+        if path is not None:
+            refuse_metadata(self.workspace.root, arguments.path("path", path), tool)
         servers = [server_name(s) for s in self.workspace.servers]
         if servers and all(s in LINT_ONLY for s in servers):
             raise ServerError(
@@ -456,6 +465,22 @@ def stable(branch: Any, ask: Callable[[], T], tries: int = 5) -> tuple[int, T]:
         if branch.version == before:
             return before, answer
     raise ShadowError(f"branch {branch.name!r} kept changing while answering; ask again")
+
+
+# What the tools read is refused in version-control metadata, as the workspace's protection
+# refuses writes there: `.git/config` can hold credentials (a token in a remote's URL), and an
+# agent working on the files has no business in the repository's internals. `Branch.read`
+# itself does not refuse: its caller is the notebook's user, who owns the folder (and could
+# open() the file anyway); the tools are where an outside agent comes in.
+def refuse_metadata(root: str, path: RelPath, tool: str) -> None:
+    """PathError when `path` is or lies in version-control metadata (`.git` and its kin, at
+    any depth), by its name or by where it leads in the user's folder (a link `meta -> .git`)."""
+    resolved = relative_to(os.path.realpath(os.path.join(root, path)), root)
+    part = vcs_part(path) or (vcs_part(resolved) if resolved is not None else None)
+    if part is not None:
+        raise PathError(f"{tool}: {path!r} is refused: version-control metadata ({part}) is not "
+                        "readable by agents (.git/config can hold credentials in remote URLs); "
+                        "the diff tool shows the branch's changes")  # fmt: skip
 
 
 def is_file(root: str, files: Mapping[RelPath, bytes | None], path: RelPath) -> bool:

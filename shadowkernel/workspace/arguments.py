@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ..errors import ArgumentError
 from ..paths import RelPath, rel
+from ..text.positions import lines
 
 T = TypeVar("T")
 
@@ -117,6 +118,29 @@ def position(line: object, column: object) -> tuple[int, int]:
             raise ArgumentError(f"{name}={show(value)}: positions are 1-based ints "
                                 "(line 1, column 1 is the file's first character)")  # fmt: skip
     return line, column  # type: ignore[return-value]
+
+
+def within(where: str, text: str, line: int, column: int) -> None:
+    """ArgumentError unless 1-based (line, column) is a position of `text`, columns counted
+    in characters as `text.positions` counts them. As in an editor, the cursor may sit just
+    after a line's last character (column = its length + 1) and on the empty line after a
+    final line break; past those a server clamps (an answer for another place) or fails."""
+    found = lines(text)
+    if line > len(found):
+        count = len(found) - (found[-1] == "")  # a final break starts no line of text
+        raise ArgumentError(f"position {line}:{column} of {where}: the file has "
+                            f"{_many(count, 'line')}; line {line} is past its end (the file "
+                            f"ends at line {len(found)}, column {len(found[-1]) + 1})")  # fmt: skip
+    length = len(found[line - 1])
+    if column > length + 1:
+        raise ArgumentError(f"position {line}:{column} of {where}: line {line} has "
+                            f"{_many(length, 'character')}; column {column} is past its end "
+                            f"(the end of the line is column {length + 1}; columns count "
+                            "characters, a tab as one)")  # fmt: skip
+
+
+def _many(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def count(name: str, value: object, least: int, what: str) -> int:

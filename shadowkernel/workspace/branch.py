@@ -498,6 +498,8 @@ class Branch:
             self._check_open()
             version = self.state.head
             snapshot = self._snapshot(version)
+        if position:  # before it is queued; the file is read off the services' loop
+            await asyncio.to_thread(self._check_position, version, target, *position)
 
         async def job(lane: Lane) -> Answer[Any]:
             await lane.show(snapshot)
@@ -507,6 +509,32 @@ class Branch:
             return Answer(answer, f"{len(answer)} {'symbols' if op == 'symbols' else 'locations'}")
 
         return await self.workspace.submit(self, version.number, "navigation", op, job)
+
+    def _check_position(self, version: Version, path: RelPath, line: int, column: int) -> None:
+        """ArgumentError when (line, column) lies outside `path`'s text at `version`: a server
+        would answer for the nearest character (hover) or fail with its own words (jedi's
+        "line not in range"), so the Python API and the MCP tools say it here, the same way."""
+        text = self._served_text(version, path)
+        if text is not None:
+            where = f"{path} in branch {self.name!r} (version {version.number})"
+            arguments.within(where, text, line, column)
+
+    def _served_text(self, version: Version, path: RelPath) -> str | None:
+        """`path`'s text at `version` as servers read it (undecodable bytes replaced), or None
+        where the servers' own answer says more: no such file, a folder, a staged symlink."""
+        if path in version.files:
+            data = version.files[path]
+            if data is None or version.modes.get(path) == LINK:
+                return None
+            return data.decode("utf-8", "replace")
+        full = self.workspace.folder.path(path)  # PathError: out through a symlink
+        if not os.path.isfile(full):  # nor open() a FIFO, which waits for a writer
+            return None
+        try:
+            with open(full, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return None
 
     # -- runs -------------------------------------------------------------------------------------
 
