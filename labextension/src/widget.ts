@@ -20,6 +20,9 @@ const STATUS: Record<Connection, string> = {
   'shadow closed': 'shadow closed: showing the last state'
 };
 
+/** The status while the running cell updates the view (its comm waits for the kernel). */
+export const FOLLOWING = 'live: the cell follows the agents';
+
 export class TimelineRenderer extends Widget implements IRenderMime.IRenderer {
   constructor(
     options: IRenderMime.IRendererOptions,
@@ -40,10 +43,17 @@ export class TimelineRenderer extends Widget implements IRenderMime.IRenderer {
     const data = model.data[this.mimeType];
     this.guard(() => {
       const state = fromBundle(data);
+      const grew = this.state !== null && state.seq > this.state.seq;
       if (!this.state || state.seq >= this.state.seq) {
         this.showState(state);
       }
       this.follow(parseLive(data));
+      // An update_display of the running `%timeline` cell: the view is live through the
+      // cell, while the comm waits for the busy kernel (it said "connecting" for as long
+      // as the cell followed the agents).
+      if (grew && this.feed && !this.feed.isLive) {
+        this.view.setStatus(FOLLOWING, true);
+      }
     });
     return Promise.resolve();
   }

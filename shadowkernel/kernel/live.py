@@ -49,8 +49,8 @@ def show_timeline(session: Session, follow: bool = True, interval: float = INTER
         return
     shown = len(timeline)
     try:
-        while agents := session.running_agents():
-            agents[0].join(interval)  # a bounded wait: returns early when that agent ends
+        while session.running_agents():
+            session.wait_for_agents(interval)  # a bounded wait: returns early when one ends
             shown = _refresh(feed, handle, shown)
     except KeyboardInterrupt:
         running = len(session.running_agents())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
+from ..errors import ShadowError
 from ..workspace import Branch, Workspace, open_workspaces
 from ..workspace.bridge import wait
 
@@ -49,6 +51,7 @@ class Session:
         self.workspace: Workspace | None = None
         self.agents: list[threading.Thread] = []
         self.mcp: Any = None  # the HttpServer of `%shadow mcp`, while it serves
+        self._agent_ended = threading.Condition()
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="shadowkernel-call")
 
     # -- the workspace ------------------------------------------------------------------------
@@ -140,15 +143,38 @@ class Session:
     def start_agent(self, target: Callable[..., Any], *args: Any, name: str | None = None,
                     **kwargs: Any) -> threading.Thread:  # fmt: skip
         """Run `target(*args, **kwargs)` in a daemon thread that `%timeline` follows."""
-        thread = threading.Thread(target=target, args=args, kwargs=kwargs, daemon=True,
+        thread = threading.Thread(target=self._agent, args=(target, args, kwargs), daemon=True,
                                   name=name or f"agent-{len(self.agents) + 1}")  # fmt: skip
         self.agents.append(thread)
         thread.start()
         return thread
 
+    def _agent(self, target: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        """An agent's thread. A ShadowError that ends it (its shadow closed, its branch
+        dropped) is said in one line naming the agent: two agents stopped by `%shadow close`
+        printed two interleaved tracebacks. Any other exception keeps its traceback."""
+        try:
+            target(*args, **kwargs)
+        except ShadowError as error:
+            message = " ".join(str(error).split())
+            # One write (print writes the line break apart): agents that stop together
+            # interleave their lines, never the parts of one.
+            sys.stderr.write(f"agent {threading.current_thread().name!r} stopped: "
+                             f"{type(error).__name__}: {message}\n")  # fmt: skip
+        finally:
+            with self._agent_ended:
+                self._agent_ended.notify_all()
+
     def running_agents(self) -> list[threading.Thread]:
         self.agents = [t for t in self.agents if t.is_alive()]
         return list(self.agents)
+
+    def wait_for_agents(self, timeout: float) -> None:
+        """Wait `timeout` seconds, less when an agent ends first. Not `Thread.join`: in
+        Python 3.11 an interrupt (Ctrl-C) during join() marks the thread as ended while it
+        runs on, so `%timeline` said "1 agent(s) keep running" of two and forgot the other."""
+        with self._agent_ended:
+            self._agent_ended.wait(timeout)
 
     # -- interruptible calls ----------------------------------------------------------------------
 
