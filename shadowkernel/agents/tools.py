@@ -367,7 +367,12 @@ class Tools:
         markers, labelled with the branch names), a binary file both changed, a file one side
         deleted. Lint and run it before accepting either; it is not accepted until each
         conflict is written (or deleted) again."""
-        merged = self.workspace.merge_check(self._branch(a), self._branch(b), name)
+        first, second = self._branch(a), self._branch(b)
+        target = name or f"merge-{a}-{b}"  # the workspace's default name
+        if target in self.workspace.branches:  # its own refusal speaks the Python API
+            raise ArgumentError(f"merge_check: branch {target!r} exists; give another name, "
+                                "or drop_branch it first")  # fmt: skip
+        merged = self.workspace.merge_check(first, second, name)
         return {"branch": merged.name, "version": merged.version,
                 "conflicts": list(merged.conflicts), "files": sorted(merged.files)}  # fmt: skip
 
@@ -395,6 +400,9 @@ class Tools:
             raise ShadowError(f"commit_branch: ref {ref!r} is outside {AGENT_REFS} (it could "
                               "move one of the user's branches); only a server started with "
                               "--allow-accept may write it")  # fmt: skip
+        if message is not None and not message.strip():  # git's commit would have no subject
+            raise ArgumentError("commit_branch: message is empty; give the commit's message, or "
+                                "omit it for the default")  # fmt: skip
         chosen = self._branch(branch)
         version, commit = stable(chosen, lambda: chosen.commit(ref=ref, message=message))
         return {"branch": branch, "version": version, "commit": commit,
