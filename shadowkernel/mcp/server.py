@@ -90,6 +90,8 @@ class Server(MCPServer[Any]):
         except ToolError as error:
             if isinstance(error.__cause__, ValidationError):
                 raise ToolError(texts.argument_error(name, error.__cause__)) from None
+            if type(error.__cause__) is ToolError:  # ours, from the tool: its sentence alone,
+                raise ToolError(str(error.__cause__)) from None  # as the argument errors are
             raise
 
 
