@@ -13,13 +13,14 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..errors import PathError, StagingError
 from ..paths import Protection, RelPath, is_within, parent
 from .staging import LINK
 
 DEFAULT_MODE = 0o644
+NAME_MAX, PATH_MAX = 255, 4096  # Linux's limits (bytes of a name; of a path, its NUL included)
 
 
 class Folder:
@@ -31,8 +32,10 @@ class Folder:
         self.protection = protection or Protection()
 
     def path(self, path: RelPath) -> str:
-        """Absolute path of `path`; PathError if a symlink on the way leads out."""
+        """Absolute path of `path`; PathError if a symlink on the way leads out, or if a name
+        in it is longer than the file system allows (no version could ever be accepted)."""
         full = os.path.join(self.root, path)
+        _check_lengths(path, full)
         above = os.path.realpath(os.path.dirname(full))
         if not is_within(above, self.root):
             raise PathError(f"path {path!r} leads out of the workspace through a symlink "
@@ -125,6 +128,7 @@ class Folder:
             return
         folder = os.path.dirname(full)
         os.makedirs(folder, exist_ok=True)
+        self.sweep_temps([path])
         temp = _temp_name(folder, full)
         try:
             if mode == LINK:
@@ -137,6 +141,63 @@ class Folder:
                 os.unlink(temp)
             raise
 
+    def sweep_temps(self, paths: Iterable[RelPath]) -> None:
+        """Remove the temp files an accept killed mid-write (SIGKILL, a crash) left beside
+        `paths`: named after the file and the pid of the process writing it, they are removed
+        once that process is gone, at the next accept of the file or the next restore."""
+        names: dict[str, set[str]] = {}
+        for path in paths:
+            try:
+                folder, name = os.path.split(self.path(path))
+            except PathError:  # leads out of the folder: nothing of ours there
+                continue
+            names.setdefault(folder, set()).add(_stem(name))
+        for folder, stems in names.items():
+            try:
+                entries = os.listdir(folder)
+            except OSError:
+                continue
+            for entry in entries:
+                if _stale_temp(entry, stems):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(folder, entry))
+
+
+def _stale_temp(entry: str, stems: set[str]) -> bool:
+    """`entry` is `_temp_name`'s `.STEM.PID.XXXXXXXX.sk` for a STEM of `stems` (`_stem`), of a
+    PID that is no process now."""
+    parts = entry[1:-3].rsplit(".", 2) if entry.startswith(".") and entry.endswith(".sk") else []
+    if len(parts) != 3:
+        return False
+    name, pid, random = parts
+    if name not in stems or not pid.isdigit() or len(random) != 8:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _stem(name: str) -> str:
+    """The part of a file's name its temp file carries: all of it, but what would take the
+    temp's name (with a dot, a pid, a dot, 8 letters and `.sk`) past NAME_MAX."""
+    return os.fsdecode(os.fsencode(name)[: NAME_MAX - 23])
+
+
+def _check_lengths(path: RelPath, full: str) -> None:
+    """PathError naming `path` when a name in it, or the whole path, is too long to exist."""
+    for name in path.split("/"):
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise PathError(f"path {path!r}: the name {name[:40]!r}... is "
+                            f"{len(os.fsencode(name))} bytes, over the {NAME_MAX} bytes a file "
+                            "name may have")  # fmt: skip
+    if len(os.fsencode(full)) >= PATH_MAX:
+        raise PathError(f"path {path[:60]!r}... is {len(os.fsencode(full))} bytes in the "
+                        f"workspace, over the {PATH_MAX - 1} bytes a path may have")  # fmt: skip
+
 
 def _lstat_mode(full: str, test: Callable[[int], bool]) -> bool:
     try:
@@ -146,7 +207,8 @@ def _lstat_mode(full: str, test: Callable[[int], bool]) -> bool:
 
 
 def _temp_name(folder: str, full: str) -> str:
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(full)}.", suffix=".sk")
+    prefix = f".{_stem(os.path.basename(full))}.{os.getpid()}."  # `sweep_temps` knows the pid
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".sk")
     os.close(fd)
     os.unlink(temp)  # the name only: a symlink or the file itself is made there next
     return temp

@@ -284,6 +284,7 @@ class Workspace:
             self.durable.sweep()
             return 0
         states = self.durable.restore(self.folder, self.store.make)
+        self.folder.sweep_temps({path for state in states for path in state.head.files})
         for state in reversed(states):  # the newest first: it keeps its name
             if state.name in self._branches:
                 state.name = f"{state.name}~{state.key[:6]}"
