@@ -12,6 +12,7 @@ an accept killed with SIGKILL mid-write, and names too long for any file system.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -163,3 +164,38 @@ def test_a_name_of_255_bytes_is_accepted_and_its_killed_temp_swept(
         assert branch.accept().written == (f"docs/{name}",)
     assert (root / "docs" / name).read_text() == "long\n"
     assert _temps(root) == []
+
+
+def test_calls_cut_off_by_close_end_in_closed_error(library: Path, tmp_path: Path) -> None:
+    """Agent threads write and lint in a loop and the workspace closes under them, five
+    times: each agent ends with ClosedError saying so, whether its request was queued,
+    served or not yet made (a queued one was a bare concurrent.futures.CancelledError)."""
+    import threading
+
+    root = tmp_path / "lib"
+    shutil.copytree(library, root)
+    ended: list[BaseException] = []
+    for _ in range(5):
+        answered = threading.Semaphore(0)
+
+        def agent(branch: sk.Branch, answered: threading.Semaphore = answered) -> None:
+            try:
+                for i in itertools.count():
+                    branch.write("more_itertools/recipes.py", f"import os  # {i}\n")
+                    branch.lint(["more_itertools/recipes.py"])
+                    answered.release()
+            except BaseException as error:  # noqa: BLE001 - what the agent hears is the point
+                ended.append(error)
+
+        ws = sk.Workspace(root, servers=["ruff"], state=None)
+        agents = [threading.Thread(target=agent, args=(ws.branch(f"agent-{i}"),))
+                  for i in range(3)]  # fmt: skip
+        for thread in agents:
+            thread.start()
+        for _ in range(12):  # the agents are in their loops
+            answered.acquire(timeout=120)
+        ws.close()
+        for thread in agents:
+            thread.join(60)
+    assert [type(e).__name__ for e in ended] == ["ClosedError"] * 15, ended
+    assert all("this Workspace is closed" in str(e) for e in ended)

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Coroutine, Iterable, Iterator
 from typing import Any, TypeVar
 
-from ..errors import ShadowError
+from ..errors import ClosedError, ShadowError
 
 T = TypeVar("T")
 
@@ -69,6 +69,9 @@ class LoopThread:
 
     def __init__(self) -> None:
         sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
+        # Set when the workspace closes: a call its closing cancelled ends in ClosedError
+        # saying so, not in a bare CancelledError from deep inside
+        self.closing: str | None = None
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="shadowkernel-loop", daemon=True
@@ -83,6 +86,10 @@ class LoopThread:
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
             return wait(future)
+        except concurrent.futures.CancelledError:
+            if self.closing is None:
+                raise
+            raise ClosedError(self.closing) from None
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt in the caller: stop waiting on our side too
             raise
@@ -100,7 +107,7 @@ class LoopThread:
 
         def start() -> None:
             task = self.loop.create_task(coroutine)
-            task.add_done_callback(lambda done: _hand_back(caller, answer, done))
+            task.add_done_callback(lambda done: _hand_back(caller, answer, done, self))
             started.append(task)
 
         self.loop.call_soon_threadsafe(start)
@@ -120,13 +127,15 @@ class LoopThread:
 
 
 def _hand_back(caller: asyncio.AbstractEventLoop, answer: asyncio.Future[T],
-               done: asyncio.Future[T]) -> None:  # fmt: skip
+               done: asyncio.Future[T], bridge: LoopThread) -> None:  # fmt: skip
     """Give `done`'s outcome to `answer` on the caller's loop (unless it has closed)."""
 
     def settle() -> None:
         if answer.done():  # the caller was cancelled meanwhile
             return
-        if done.cancelled():
+        if done.cancelled() and bridge.closing is not None:
+            answer.set_exception(ClosedError(bridge.closing))
+        elif done.cancelled():
             answer.cancel()
         elif (error := done.exception()) is not None:
             answer.set_exception(error)

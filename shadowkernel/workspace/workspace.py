@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -69,6 +70,7 @@ from .state import merge
 log = logging.getLogger(__name__)
 
 FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
+CLOSED = "this Workspace is closed; open a new one"  # what every call after close() hears
 RUNS_END_WITHIN = 10.0  # seconds close() waits for cancelled runs to be gone (killing: ~50 ms)
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
@@ -209,6 +211,18 @@ class Workspace:
             return specs
         env = private_cache_env(shadow.cache_dir)
         return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
+
+    @functools.cached_property
+    def _server_names(self) -> frozenset[str]:
+        return frozenset(s.name for s in registry.resolve_specs(self._lsp_servers, Path(self.root)))
+
+    def check_servers(self, names: Sequence[str]) -> None:
+        """NotFound naming what `names` asks that is no language server of the workspace (as
+        the pool says it; a lint with no file to lint asks the pool nothing)."""
+        unknown = [name for name in names if name not in self._server_names]
+        if unknown:
+            raise NotFound(f"servers: {unknown} not in this pool (it has "
+                           f"{sorted(self._server_names)})")  # fmt: skip
 
     def _pool(self, shadow: Shadow | DetachedShadow) -> LspPool:
         return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
@@ -442,6 +456,7 @@ class Workspace:
         if self._closed:
             return
         self._closed = True
+        self.bridge.closing = CLOSED
         _OPEN.discard(self)
         scheduler = getattr(self, "_scheduler", None)
         if scheduler is not None:
@@ -486,7 +501,7 @@ class Workspace:
 
     def check_open(self) -> None:
         if self._closed:
-            raise ClosedError("this Workspace is closed; open a new one")
+            raise ClosedError(CLOSED)
 
 
 async def _in_thread_to_the_end(call: Any) -> Any:
