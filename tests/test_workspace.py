@@ -465,3 +465,15 @@ def test_closed_workspace_refuses_calls(fresh_project: Path) -> None:
         a.write("x.py", "")
     with pytest.raises(ShadowError, match="closed"):
         ws.branch("b")
+
+
+def test_unknown_servers_and_an_empty_commit_message_are_refused_by_name(ws) -> None:
+    """A lint that asks a server the workspace does not run is refused even when the branch
+    has nothing to lint (an empty table looked like clean code); an empty commit message is
+    refused before git is asked."""
+    a = ws.branch("nothing-staged")
+    with pytest.raises(sk.NotFound, match=r"servers: \['nosuch'\] not in this pool"):
+        a.lint(servers=["nosuch"])
+    a.write("pkg/mod.py", "import os\n")
+    with pytest.raises(sk.ArgumentError, match="message is empty"):
+        a.commit(message=" \n")

@@ -334,8 +334,8 @@ class LspPool:
                           if matches(path, s.patterns)]  # fmt: skip
             if not candidates:
                 raise NotFound(f"path {path!r}: no server in this pool handles it "
-                               f"({', '.join(s.name for s in self.specs)}); add a ServerSpec "
-                               "whose patterns match it")  # fmt: skip
+                               f"({', '.join(s.name for s in self.specs)} take other files); "
+                               "open the workspace with a server for such files")  # fmt: skip
             answer: T | None = None
             offered = False
             for spec in candidates:

@@ -363,6 +363,8 @@ class Branch:
             bases, modes = dict(self.state.bases), dict(self.state.modes)
         targets = self._lint_targets(version, paths)
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
+        if servers:
+            self.workspace.check_servers(servers)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
         async def lint_base(lane: Lane, keys: dict[RelPath, baselints.Key]) -> None:
@@ -685,7 +687,9 @@ class Branch:
             files, modes, bases = head.files, dict(self.state.modes), dict(self.state.bases)
         if message is None:
             message = f"{self.name} v{head.number}: {head.op}"
-        arguments.text("message", message)
+        if not arguments.text("message", message).strip():
+            raise ArgumentError("message is empty; give the commit's message, or None for "
+                                "the default")  # fmt: skip
         return gitexport.commit(self.workspace.root, files, modes, bases, ref, message)
 
     def drop(self) -> None:
