@@ -329,19 +329,28 @@ def run_on_shadowkernel(page: Page, lab: labtools.Lab, name: str, sources: tuple
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
+FOLLOWING = "live: the cell follows the agents"  # labextension/src/widget.ts
+
+
 def test_shadowkernel_timeline_follows_agents(page: Page, lab: labtools.Lab) -> None:
     """The real thing: the shadowkernel kernel's %timeline follows two agent threads that
-    lint in turns, and the view grows in place as their requests are served."""
+    lint in turns, and the view grows in place as their requests are served; its header says
+    it is live meanwhile (the comm that keeps it live after the cell waits for the busy
+    kernel: it said "connecting to the kernel…" the whole time), and once the cell ended."""
     run_on_shadowkernel(page, lab, "agents.ipynb", SHADOW_CELLS)
 
     figure = page.get_by_role("figure", name=re.compile(r"^shadow timeline"))
     figure.wait_for(state="attached", timeout=120_000)
     figure.evaluate("el => { el.dataset.testMarker = 'first-render'; }")
     start = bars(page).count()
+    status = figure.locator(
+        "xpath=ancestor::*[contains(@class, 'sk-TimelineRenderer')]"
+    ).get_by_role("status")
 
     (lab.root / "go-1").touch()
     expect(page.get_by_role("list", name="branch alpha: 1 request")).to_be_attached()
     expect(bars(page)).to_have_count(start + 1)
+    expect(status).to_have_text(FOLLOWING)  # beta waits for go-2: the cell still follows
     (lab.root / "go-2").touch()
     expect(page.get_by_role("list", name="branch beta: 1 request")).to_be_attached()
     (lab.root / "go-3").touch()
@@ -349,6 +358,7 @@ def test_shadowkernel_timeline_follows_agents(page: Page, lab: labtools.Lab) -> 
     expect(page.get_by_role("list", name="branch beta: 2 requests")).to_be_attached()
     expect(bars(page)).to_have_count(start + 4)
     assert figure.evaluate("el => el.dataset.testMarker") == "first-render"
+    expect(status).to_have_text("live")  # the agents ended, so did the cell: the comm took over
 
     bar = page.get_by_role("listitem", name=re.compile(r"^branch beta · version \d+ · lint")).last
     served(bar).hover()
