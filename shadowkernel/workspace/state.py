@@ -65,7 +65,7 @@ class Conflicts:
         if data is None:
             return False
         a, b = self.labels
-        lines = set(data.split(b"\n"))
+        lines = {line.rstrip(b"\r") for line in data.split(b"\n")}  # CRLF files' too
         return f"<<<<<<< {a}".encode() in lines and f">>>>>>> {b}".encode() in lines
 
 
