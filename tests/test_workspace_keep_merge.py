@@ -260,3 +260,15 @@ def test_a_merge_that_cannot_be_staged_leaves_no_branch(ws: sk.Workspace) -> Non
     with pytest.raises(sk.ShadowError):
         ws.merge_check(a, b, "both")
     assert "both" not in ws.branches
+
+
+def test_a_crlf_files_conflict_block_keeps_it_unresolved(ws: sk.Workspace) -> None:
+    (Path(ws.root) / "pkg/win.py").write_bytes(b"A = 1\r\nB = 2\r\nC = 3\r\n")
+    a, b = ws.branch("a"), ws.branch("b")
+    a.write_bytes("pkg/win.py", b"A = 1\r\nB = 20\r\nC = 3\r\n")
+    b.write_bytes("pkg/win.py", b"A = 1\r\nB = 21\r\nC = 3\r\n")
+    merged = ws.merge_check(a, b, name="m")
+    assert b"<<<<<<< a" in merged.read_bytes("pkg/win.py")
+    merged.write_bytes("pkg/win.py", merged.read_bytes("pkg/win.py").replace(b"C = 3", b"C = 4"))
+    with pytest.raises(sk.ConflictError, match="pkg/win.py still holds the conflict markers"):
+        merged.accept()
