@@ -272,3 +272,26 @@ def test_a_crlf_files_conflict_block_keeps_it_unresolved(ws: sk.Workspace) -> No
     merged.write_bytes("pkg/win.py", merged.read_bytes("pkg/win.py").replace(b"C = 3", b"C = 4"))
     with pytest.raises(sk.ConflictError, match="pkg/win.py still holds the conflict markers"):
         merged.accept()
+
+
+def test_accept_says_how_the_users_change_meets_the_branchs(ws: sk.Workspace) -> None:
+    """The refusal names each path with what the user did that cannot merge: deleted it,
+    made it a folder, or changed the same lines."""
+    root = Path(ws.root)
+    (root / "pkg/gone.py").write_text("G = 1\n")
+    (root / "pkg/dir.py").write_text("D = 1\n")
+    a = ws.branch("a")
+    a.write("pkg/gone.py", "G = 2\n")
+    a.write("pkg/dir.py", "D = 2\n")
+    a.replace("pkg/mod.py", "return a + b", "return a + b + 0")
+    (root / "pkg/gone.py").unlink()
+    (root / "pkg/dir.py").unlink()
+    (root / "pkg/dir.py").mkdir()
+    (root / "pkg/dir.py/inside.txt").write_text("x\n")
+    (root / "pkg/mod.py").write_text(MOD.replace("return a + b", "return a + b + 1"))
+    before = snapshot(root)
+    with pytest.raises(sk.ConflictError) as caught:
+        a.accept()
+    assert "the user changed pkg/dir.py (now a folder), pkg/gone.py (deleted), pkg/mod.py " \
+        "(overlapping lines) since the branch forked" in str(caught.value)  # fmt: skip
+    assert snapshot(root) == before

@@ -36,10 +36,12 @@ from ..sched import Answer, Lane, Snapshot
 from ..text import patches, ranges
 from ..text.blocks import replace_once
 from ..text.content import decode, encode
+from ..text.merge import is_binary
 from ..text.uris import uri_to_rel
 from . import arguments, baselints, checkers, gitexport, runs, scratch
 from .accept import Accepted, merge_plan
 from .diff import Diff, version_diff
+from .folder import Folder
 from .staging import (
     LINK,
     RECENT_TEXTS,
@@ -627,9 +629,11 @@ class Branch:
                               lambda p: folder.file_entry(p)[0],
                               protected=self.workspace.protection.reason)  # fmt: skip
             if plan.conflicts:
+                changes = ", ".join(_user_change(folder, p, version.files[p])
+                                    for p in plan.conflicts)  # fmt: skip
                 raise ConflictError(
-                    f"accept {self.name!r}: the user changed {', '.join(plan.conflicts)} since "
-                    "the branch forked and the changes overlap; nothing was written. The "
+                    f"accept {self.name!r}: the user changed {changes} since the branch forked, "
+                    "and that does not merge with the branch's edit; nothing was written. The "
                     "branch keeps the base it forked from: fork a new branch (its base is the "
                     "user's version now), stage the edit there, and drop this one",
                     paths=tuple(plan.conflicts),
@@ -744,3 +748,13 @@ def _unresolved(paths: Mapping[RelPath, str], conflicts: Conflicts) -> str:
              "binary": f"{a}'s bytes (a binary file both changed)",
              "deleted": "one side's edit (the other deleted it)"}  # fmt: skip
     return "; ".join(f"{path} still holds {holds[how]}" for path, how in paths.items())
+
+
+def _user_change(folder: Folder, path: RelPath, mine: bytes | None) -> str:
+    """`path` and how the user's change of it meets the branch's, for accept's refusal."""
+    theirs = folder.file_entry(path)[0]
+    if theirs is None:
+        return f"{path} (now a folder)" if folder.holds_files(path) else f"{path} (deleted)"
+    if mine is None:
+        return f"{path} (the branch deletes it)"
+    return f"{path} ({'binary' if is_binary(mine) or is_binary(theirs) else 'overlapping lines'})"
