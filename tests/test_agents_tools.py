@@ -165,3 +165,22 @@ def test_a_tool_agent_refuses_prompt_conditions():
     with pytest.raises(sk.ArgumentError, match="feedback modes"):
         sk.experiment(agent, SUITE, ["new-lints"], progress=False)
     assert ReplayError.__mro__[1] is sk.ShadowError
+
+
+def test_number_arguments_state_the_bounds_the_tools_enforce() -> None:
+    """A model or a host's validator reads the bounds in the schema (the tools still check
+    them: the MCP SDK validates types, not bounds)."""
+    from shadowkernel.agents.tools import OUTPUT_CAP, Tools
+    from shadowkernel.agents.toolspec import spec_of
+
+    def bounds(tool: str) -> dict[str, dict[str, float]]:
+        properties = spec_of(getattr(Tools, tool)).input_schema()["properties"]
+        keys = ("minimum", "maximum", "exclusiveMinimum")
+        return {name: {k: v for k, v in p.items() if k in keys} for name, p in properties.items()
+                if any(k in p for k in keys)}  # fmt: skip
+
+    assert bounds("read_file") == {"offset": {"minimum": 0}, "limit": {"minimum": 1}}
+    assert bounds("run") == {"timeout": {"exclusiveMinimum": 0},
+                             "max_output": {"minimum": 1, "maximum": OUTPUT_CAP}}  # fmt: skip
+    for tool in ("definition", "references", "hover"):
+        assert bounds(tool) == {"line": {"minimum": 1}, "column": {"minimum": 1}}

@@ -32,16 +32,16 @@ from ..workspace import arguments
 from ..workspace.gitexport import default_ref
 from ..workspace.runs import ARGUMENT_LIMIT
 from . import shapes
-from .toolspec import READS, STAGES, Hints, ToolSpec, spec_of, tool
+from .toolspec import READS, STAGES, Hints, ToolSpec, bounded, spec_of, tool
 
 T = TypeVar("T")
 
 # What a model must know of the parameters many tools share.
 BRANCH = "the branch's name, as create_branch made it (list_branches lists them)"
 PATH = "a path relative to the project's root, '/'-separated, e.g. 'pkg/mod.py'"
-LINE = "the line, 1-based"
-COLUMN = ("the column, 1-based, in characters (a tab counts one); the end of a line, just "
-          "after its last character, is a column too")  # fmt: skip
+LINE = bounded("the line, 1-based", minimum=1)
+COLUMN = bounded("the column, 1-based, in characters (a tab counts one); the end of a line, "
+                 "just after its last character, is a column too", minimum=1)  # fmt: skip
 READ_LIMIT = 100_000  # characters read_file returns by default: twice (JSON and text) under
 # the 1 MiB some HTTP clients take in one event, even at 4 bytes a character
 RUN_OUTPUT = 16 * 1024  # characters per stream a run returns by default: agent-sized
@@ -142,9 +142,10 @@ class Tools:
     # -- reading ------------------------------------------------------------------------------
 
     @tool(READS, branch=BRANCH, path=PATH,
-          offset="the first character to return, 0-based (default 0: the start)",
-          limit=f"at most this many characters (default {READ_LIMIT}); when `more` is true, "
-          "call again with offset=next_offset")  # fmt: skip
+          offset=bounded("the first character to return, 0-based (default 0: the start)",
+                         minimum=0),
+          limit=bounded(f"at most this many characters (default {READ_LIMIT}); when `more` is "
+                        "true, call again with offset=next_offset", minimum=1))  # fmt: skip
     def read_file(self, branch: str, path: str, offset: int = 0,
                   limit: int = READ_LIMIT) -> shapes.FileText:  # fmt: skip
         """The text of `path` in the branch's current version (staged, or the user's file),
@@ -316,11 +317,19 @@ class Tools:
         branch=BRANCH,
         command="a shell command (bash -c), run at the project's root; at most "
         f"{COMMAND_LIMIT} bytes (a longer script: write_file it, then run it)",
-        timeout="seconds before the run is killed (then timed_out is true and exit_code null)",
+        timeout=bounded(
+            "seconds before the run is killed (then timed_out is true and exit_code null)",
+            exclusiveMinimum=0,
+        ),
         network="let the run reach the network (default: offline)",
         keep="stage what the run wrote under the project as the branch's next version",
-        max_output="characters of each stream (stdout, stderr) to return, half from the "
-        f"start and half from the end (default {RUN_OUTPUT}, at most {OUTPUT_CAP})",
+        max_output=bounded(
+            "characters of each stream (stdout, stderr) to return, half from "
+            f"the start and half from the end (default {RUN_OUTPUT}, at most "
+            f"{OUTPUT_CAP})",
+            minimum=1,
+            maximum=OUTPUT_CAP,
+        ),
     )
     def run(self, branch: str, command: str, timeout: float = 60, network: bool = False,
             keep: bool = False, max_output: int = RUN_OUTPUT, *,

@@ -41,18 +41,35 @@ STAGES = Hints(read_only=False)  # a new version; earlier ones stay (nothing is 
 
 
 @dataclass(frozen=True)
+class Bounded:
+    """A number parameter's description with the bounds the tool enforces, stated in its
+    schema too (JSON Schema's `minimum`, `maximum`, `exclusiveMinimum`): a model or a host's
+    validator learns them before a call is refused."""
+
+    description: str
+    bounds: dict[str, float]
+
+
+def bounded(description: str, **bounds: float) -> Bounded:
+    """`bounded("seconds ...", exclusiveMinimum=0)`: a description with its bounds."""
+    return Bounded(description, bounds)
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     annotation: Any  # the Python type, resolved
     description: str
     default: Any = REQUIRED
+    bounds: tuple[tuple[str, float], ...] = ()
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
 
     def schema(self) -> dict[str, Any]:
-        found = {**json_schema(self.annotation), "description": self.description}
+        found = {**json_schema(self.annotation), **dict(self.bounds),
+                 "description": self.description}  # fmt: skip
         if not self.required:
             found["default"] = self.default
         return found
@@ -88,7 +105,7 @@ class ToolSpec:
                 "input_schema": self.input_schema()}  # fmt: skip
 
 
-def tool(hints: Hints, **described: str) -> Callable[[F], F]:
+def tool(hints: Hints, **described: str | Bounded) -> Callable[[F], F]:
     """Mark a method as a tool with its hints and a description of each parameter."""
 
     def mark(method: F) -> F:
@@ -113,7 +130,11 @@ def spec_of(method: Callable[..., Any], name: str | None = None) -> ToolSpec:
             continue
         if p.name not in described:
             raise TypeError(f"tool {name}: parameter {p.name!r} has no description")
-        params.append(Param(p.name, types_of[p.name], described[p.name], p.default))
+        given = described[p.name]
+        if not isinstance(given, Bounded):
+            given = Bounded(given, {})
+        params.append(Param(p.name, types_of[p.name], given.description, p.default,
+                            tuple(given.bounds.items())))  # fmt: skip
     unknown = set(described) - {p.name for p in params}
     if unknown:
         raise TypeError(f"tool {name}: describes no such parameter {sorted(unknown)}")
