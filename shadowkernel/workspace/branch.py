@@ -659,6 +659,7 @@ class Branch:
         goes). A write the disk refuses even so (full, read-only) is a PathError naming it
         and what was written before it; the paths written are the branch's base now."""
         folder = self.workspace.folder
+        folder.sweep_temps(writes)  # what an accept killed mid-write left beside them
         done: list[RelPath] = []
         for path, data in sorted(writes.items(), key=lambda item: (item[1] is not None, item[0])):
             try:

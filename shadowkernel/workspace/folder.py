@@ -128,7 +128,6 @@ class Folder:
             return
         folder = os.path.dirname(full)
         os.makedirs(folder, exist_ok=True)
-        self.sweep_temps([path])
         temp = _temp_name(folder, full)
         try:
             if mode == LINK:
@@ -144,7 +143,8 @@ class Folder:
     def sweep_temps(self, paths: Iterable[RelPath]) -> None:
         """Remove the temp files an accept killed mid-write (SIGKILL, a crash) left beside
         `paths`: named after the file and the pid of the process writing it, they are removed
-        once that process is gone, at the next accept of the file or the next restore."""
+        once that process is gone, at the next accept of the file (before it writes: one
+        listing per folder) or the next restore."""
         names: dict[str, set[str]] = {}
         for path in paths:
             try:
