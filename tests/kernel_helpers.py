@@ -108,6 +108,17 @@ class Kernel:
         assert result["status"] == "ok", result
         return result["data"]["text/plain"]
 
+    def iopub_until_idle(self, msg_id: str, timeout: float = 60) -> list[dict[str, Any]]:
+        """The iopub messages of one request from here on, up to its kernel going idle."""
+        messages = []
+        while True:
+            message = self.client.get_iopub_msg(timeout=timeout)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                return messages
+            messages.append(message)
+
     def stop(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=False)

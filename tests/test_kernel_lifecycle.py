@@ -73,7 +73,7 @@ def test_interrupt_kills_the_run_it_started(project: Path, receiver: str) -> Non
         assert reply["parent_header"]["msg_id"] == msg_id
         assert reply["content"]["status"] == "error"
         # One line, no traceback through shadowkernel's internals, and what the run printed.
-        outcome = Outcome(reply, _iopub_of(k, msg_id))
+        outcome = Outcome(reply, k.iopub_until_idle(msg_id, timeout=30))
         assert outcome.usage_error == "UsageError: run interrupted (its processes were killed)"
         assert "Traceback" not in outcome.stderr and not outcome.error
         assert outcome.stdout == "started so far\n"
@@ -81,18 +81,6 @@ def test_interrupt_kills_the_run_it_started(project: Path, receiver: str) -> Non
         # The shadow serves the next run at once: the lane is free again.
         again = k.ok("%%shadow_run a --timeout 60\necho still here")
         assert "still here" in again.data("text/plain")[0]
-
-
-def _iopub_of(k: Kernel, msg_id: str) -> list[dict]:
-    """The iopub messages of one request, up to its kernel going idle."""
-    messages = []
-    while True:
-        message = k.client.get_iopub_msg(timeout=30)
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return messages
-        messages.append(message)
 
 
 def _cmdline(pid: int) -> str:

@@ -31,17 +31,6 @@ def k(tmp_path: Path) -> Iterator[Kernel]:
         yield running
 
 
-def _iopub_until_idle(k: Kernel, msg_id: str) -> list[dict]:
-    messages = []
-    while True:
-        message = k.client.get_iopub_msg(timeout=60)
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return messages
-        messages.append(message)
-
-
 def test_interrupting_a_following_timeline_leaves_every_agent_running(k: Kernel) -> None:
     k.ok(
         "import threading\n"
@@ -57,7 +46,7 @@ def test_interrupting_a_following_timeline_leaves_every_agent_running(k: Kernel)
     k.manager.interrupt_kernel()  # JupyterLab's stop button
     reply = k.client.get_shell_msg(timeout=60)
     assert reply["parent_header"]["msg_id"] == msg_id
-    outcome = Outcome(reply, seen + _iopub_until_idle(k, msg_id))
+    outcome = Outcome(reply, seen + k.iopub_until_idle(msg_id))
     assert outcome.status == "ok", [
         m["content"] for m in outcome.messages if m["msg_type"] == "error"
     ]
