@@ -409,9 +409,6 @@ class Tools:
             raise ShadowError(f"commit_branch: ref {ref!r} is outside {AGENT_REFS} (it could "
                               "move one of the user's branches); only a server started with "
                               "--allow-accept may write it")  # fmt: skip
-        if message is not None and not message.strip():  # git's commit would have no subject
-            raise ArgumentError("commit_branch: message is empty; give the commit's message, or "
-                                "omit it for the default")  # fmt: skip
         chosen = self._branch(branch)
         version, commit = stable(chosen, lambda: chosen.commit(ref=ref, message=message))
         return {"branch": branch, "version": version, "commit": commit,

@@ -693,8 +693,8 @@ class Branch:
         if message is None:
             message = f"{self.name} v{head.number}: {head.op}"
         if not arguments.text("message", message).strip():
-            raise ArgumentError("message is empty; give the commit's message, or None for "
-                                "the default")  # fmt: skip
+            raise ArgumentError("message is empty (a commit needs a subject); give the "
+                                "commit's message, or leave it out for the default")  # fmt: skip
         return gitexport.commit(self.workspace.root, files, modes, bases, ref, message)
 
     def drop(self) -> None:
