@@ -28,6 +28,9 @@ class ClosedError(ShadowError):
     errno = _errno.ESHUTDOWN
 
 
+WORKSPACE_CLOSED = "this Workspace is closed; open a new one"  # every call after close() hears it
+
+
 class PathError(ShadowError, ValueError):
     """A path that is not a plain relative path inside the workspace."""
 

@@ -179,10 +179,7 @@ class LspPool:
     def _select(self, servers: Sequence[str] | None) -> list[ServerSpec]:
         if servers is None:
             return self.specs
-        names = {spec.name for spec in self.specs}
-        unknown = [s for s in servers if s not in names]
-        if unknown:
-            raise NotFound(f"servers: {unknown} not in this pool (it has {sorted(names)})")
+        check_names(servers, {spec.name for spec in self.specs})
         return [spec for spec in self.specs if spec.name in servers]
 
     def _linter(
@@ -388,6 +385,14 @@ class LspPool:
     def _check_open(self) -> None:
         if self._closed:
             raise ServerError("this LspPool is closed; create a new one")
+
+
+def check_names(servers: Sequence[str], names: Iterable[str]) -> None:
+    """NotFound naming what `servers` asks that no server of `names` is."""
+    known = set(names)
+    unknown = [s for s in servers if s not in known]
+    if unknown:
+        raise NotFound(f"servers: {unknown} not in this pool (it has {sorted(known)})")
 
 
 def _hears(client: LanguageClient, path: RelPath) -> bool:

@@ -25,7 +25,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
-from ..errors import ClosedError
+from ..errors import WORKSPACE_CLOSED, ClosedError
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ class RunQueue:
         first. A caller that stops awaiting cancels the run (and returns at once: the run
         still holds its turn until its processes are gone)."""
         if self._closed:
-            raise ClosedError("this Workspace is closed; open a new one")
+            raise ClosedError(WORKSPACE_CLOSED)
         turn = asyncio.ensure_future(self._turn(key, cancel, work))
         with self._guard:
             self._turns[turn] = (key, cancel)

@@ -33,10 +33,19 @@ from typing import Any
 
 import attrs
 
-from ..errors import ArgumentError, ClosedError, NotFound, OverlayError, PathError, ShadowError
+from ..errors import (
+    WORKSPACE_CLOSED,
+    ArgumentError,
+    ClosedError,
+    NotFound,
+    OverlayError,
+    PathError,
+    ShadowError,
+)
 from ..lsp import LspPool, registry
 from ..lsp.client import warm_codec
 from ..lsp.navigation import Symbol
+from ..lsp.pool import check_names
 from ..lsp.specs import ServerSpec
 from ..overlay.detached import DetachedShadow, private_cache_env
 from ..overlay.shadow import Shadow
@@ -70,7 +79,6 @@ from .state import merge
 log = logging.getLogger(__name__)
 
 FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
-CLOSED = "this Workspace is closed; open a new one"  # what every call after close() hears
 RUNS_END_WITHIN = 10.0  # seconds close() waits for cancelled runs to be gone (killing: ~50 ms)
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
@@ -219,10 +227,7 @@ class Workspace:
     def check_servers(self, names: Sequence[str]) -> None:
         """NotFound naming what `names` asks that is no language server of the workspace (as
         the pool says it; a lint with no file to lint asks the pool nothing)."""
-        unknown = [name for name in names if name not in self._server_names]
-        if unknown:
-            raise NotFound(f"servers: {unknown} not in this pool (it has "
-                           f"{sorted(self._server_names)})")  # fmt: skip
+        check_names(names, self._server_names)
 
     def _pool(self, shadow: Shadow | DetachedShadow) -> LspPool:
         return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
@@ -456,7 +461,7 @@ class Workspace:
         if self._closed:
             return
         self._closed = True
-        self.bridge.closing = CLOSED
+        self.bridge.closing = WORKSPACE_CLOSED
         _OPEN.discard(self)
         scheduler = getattr(self, "_scheduler", None)
         if scheduler is not None:
@@ -501,7 +506,7 @@ class Workspace:
 
     def check_open(self) -> None:
         if self._closed:
-            raise ClosedError(CLOSED)
+            raise ClosedError(WORKSPACE_CLOSED)
 
 
 async def _in_thread_to_the_end(call: Any) -> Any:
