@@ -26,7 +26,8 @@ from lsprotocol import types as lsp
 from ..errors import ServerError
 from ..paths import RelPath
 from .codec import structure
-from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, ResponseError, ServerCrashed
+from .jsonrpc import CONTENT_MODIFIED, SERVER_CANCELLED, ResponseError, ServerCrashed, unanswered
+from .patience import patiently
 
 if TYPE_CHECKING:
     from .client import LanguageClient
@@ -112,13 +113,15 @@ class PushDiagnostics(DiagnosticsMode):
         self, client: LanguageClient, path: RelPath, version: int, mark: int | None
     ) -> Diagnostics:
         timeout = client.spec.request_timeout
+        published = client.publications.wait(client.uri(path), version, None, mark)
         try:
-            return await client.publications.wait(client.uri(path), version, timeout, mark)
-        except TimeoutError:
+            return await patiently(published, timeout, client.cpu_seconds)
+        except TimeoutError as error:
+            doing = f"publish diagnostics for {path!r} version {version}"
             raise ServerError(
-                f"{client.spec.name} published no diagnostics for {path!r} version {version} "
-                f"within {timeout:g} s (a server that publishes without a "
-                "version needs diagnostics='pull' or 'tsserver' in its ServerSpec)"
+                f"{client.spec.name} {unanswered(error, doing, timeout)} (a server that "
+                "publishes without a version needs diagnostics='pull' or 'tsserver' in its "
+                "ServerSpec)"
             ) from None
 
 
@@ -226,9 +229,10 @@ class Publications:
         self._waiters = still
 
     async def wait(
-        self, uri: str, version: int, timeout: float, mark: int | None = None
+        self, uri: str, version: int, timeout: float | None, mark: int | None = None
     ) -> Diagnostics:
-        """The diagnostics published for `version` of `uri` or later; TimeoutError if none.
+        """The diagnostics published for `version` of `uri` or later; TimeoutError if none
+        within `timeout` (None: the caller bounds the wait).
         With a `mark` (`unversioned(uri)` when the text was sent), an unversioned publish
         after it raises UnversionedPublish; without one, unversioned publishes are ignored."""
         published = self._latest.get(uri)

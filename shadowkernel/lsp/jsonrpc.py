@@ -3,7 +3,8 @@
 Why not pygls: its 2.1.1 client fails to decode some results with current cattrs and answers
 unknown server requests with errors, which makes pyright exit. Here every request the server
 sends gets an answer from the handler (which never raises for unknown methods), every request
-we send has a timeout and is cancelled with `$/cancelRequest` when abandoned.
+we send has a timeout (a window a server that keeps working extends: patience.py) and is
+cancelled with `$/cancelRequest` when abandoned.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ServerError
+from .patience import Idle, StillWorking, patiently
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,18 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
         return None
 
 
+def unanswered(error: TimeoutError, doing: str, window: float) -> str:
+    """Why a wait for a server to do `doing` ended, from `patiently`'s error."""
+    if isinstance(error, StillWorking):
+        return (
+            f"kept working for {error.waited:g} s ({round(error.waited / window)} times its "
+            f"request_timeout of {window:g} s) and did not {doing}"
+        )
+    if isinstance(error, Idle):
+        return f"did not {doing} within {error.waited:g} s and sat idle for the last {window:g} s"
+    return f"did not {doing} within {window:g} s"
+
+
 class Endpoint:
     """One JSON-RPC peer: send requests/notifications, dispatch what arrives."""
 
@@ -78,8 +92,12 @@ class Endpoint:
         writer: asyncio.StreamWriter,
         on_request: RequestHandler,
         on_notification: NotificationHandler,
+        cpu: Callable[[], float] | None = None,
     ) -> None:
+        """`cpu`: the server's CPU seconds so far, which tells a slow answer from a lost one
+        (patience.py); without it a request's timeout is a fixed deadline."""
         self.name = name
+        self.cpu = cpu
         self._reader = reader
         self._writer = writer
         self._on_request = on_request
@@ -96,7 +114,9 @@ class Endpoint:
         """Methods of requests sent and not yet answered."""
         return [method for method, _ in self._pending.values()]
 
-    async def request(self, method: str, params: Any, timeout: float) -> Any:
+    async def request(self, method: str, params: Any, timeout: float, patient: bool = True) -> Any:
+        """The server's answer. `patient`: a server that keeps working gets more windows of
+        `timeout` (patience.py); else `timeout` is a deadline (a shutdown, say)."""
         if self._closed_reason is not None:
             raise ServerCrashed(f"{self.name}: cannot send {method}: {self._closed_reason}")
         request_id = next(self._ids)
@@ -105,13 +125,12 @@ class Endpoint:
         try:
             message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             await self._send(message)
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except TimeoutError:
+            return await patiently(asyncio.shield(future), timeout, self.cpu if patient else None)
+        except TimeoutError as error:
             await self._cancel(request_id)
-            raise ServerError(
-                f"{self.name} did not answer {method} within {timeout:g} s; the request was "
-                "cancelled. Retry, or raise the server's request timeout"
-            ) from None
+            why = unanswered(error, f"answer {method}", timeout)
+            raise ServerError(f"{self.name} {why}; the request was cancelled. Retry, or raise "
+                              "the server's request_timeout") from None  # fmt: skip
         except asyncio.CancelledError:
             await self._cancel(request_id)
             raise

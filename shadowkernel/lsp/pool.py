@@ -109,6 +109,15 @@ class LspPool:
                 with contextlib.suppress(ServerCrashed):  # restarted on next use
                     await self._sync_client(client, previous, set(changed_paths), events)
 
+    def saw(self, paths: Iterable[RelPath]) -> None:
+        """Note whether each of `paths` is on the disk now, before a switch changes it (the
+        servers read them as they are): a file that was there is Changed, not Created, in the
+        switch's file events. A type checker takes Created as a new file of the project and
+        re-checks all of it (basedpyright on sympy: twice the CPU of a Changed)."""
+        for path in paths:
+            if path not in self._on_disk:
+                self._on_disk[path] = (self.root / path).exists()
+
     def _file_events(self, changed: Sequence[RelPath]) -> list[tuple[RelPath, lsp.FileChangeType]]:
         events = []
         for path in changed:

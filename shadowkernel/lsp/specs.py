@@ -120,6 +120,8 @@ class ServerSpec:
     install: str = ""
     search: tuple[str, ...] = ()
     search_only: bool = False
+    # Seconds a server may sit idle on a request (or a publish); one that keeps working
+    # (its processes use CPU) gets up to patience.WINDOWS times as long.
     request_timeout: float = 30.0
     env: Mapping[str, str] = attrs.field(factory=dict)  # added to the server's environment
     prepare: Callable[[Path, Path], Sequence[str]] | None = None

@@ -93,15 +93,20 @@ class Lane:
         if not mount:
             changed = set()  # the mount keeps its old bytes; the servers read the documents
         elif self._threaded:
-            await asyncio.to_thread(self.shadow.activate, snapshot.manifest)
+            await asyncio.to_thread(self._activate, snapshot.manifest, changed)
         else:
-            self.shadow.activate(snapshot.manifest)
+            self._activate(snapshot.manifest, changed)
         await self.pool.sync(snapshot.documents, sorted(changed))
         if mount:
             self._written.clear()
             self.mount_switches += 1
         self.key = snapshot.key
         self.switch_seconds += time.perf_counter() - began
+
+    def _activate(self, manifest: Manifest, changed: set[RelPath]) -> None:
+        # What the servers saw before is what the mount shows now (a run's writes aside).
+        self.pool.saw(changed - self._written)
+        self.shadow.activate(manifest)
 
     def _documents_suffice(self, changed: set[RelPath], snapshot: Snapshot) -> bool:
         """Every path the mount shows differently is an open document of every server, and
