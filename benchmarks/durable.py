@@ -13,7 +13,15 @@ scratch layer costs (1,000 small files, the store alone, each policy). Restore: 
 of 3 versions each are made, then the folder is opened
 with restore=True and, as the baseline, restore=False (same store, same run).
 
+Reopen after a long run: 20 branches of 58 versions each (1,160) over the library's four
+largest files (46-256 KB), each version editing 2-4 of them, at one place (a delta record) or
+at both ends (a blob): about 360 MB of blobs. The folder is opened in a fresh process, each
+time with restore=True and then, as the baseline, restore=False (3 rounds, alternating), for
+the wall and CPU time of the open and the process's PSS after it; beside them, the floor of
+any restore that checks every blob: reading and hashing each once, in one thread.
+
     PYTHONPATH=$PWD .venv/bin/python benchmarks/durable.py [--stagings 200] [--branches 1000]
+        [--long-branches 20] [--long-versions 58]
 
 A table, then one JSON object as the last line.
 """
@@ -21,9 +29,12 @@ A table, then one JSON object as the last line.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,6 +120,85 @@ def timed_open(root: Path, state: Path, restore: bool) -> tuple[float, int]:
     return took, count
 
 
+BIG = ("tests/test_more.py", "more_itertools/more.py", "tests/test_recipes.py",
+       "more_itertools/recipes.py")  # fmt: skip
+
+
+def make_long_run(root: Path, state: Path, branches: int, versions: int) -> None:
+    """`branches` agents' long runs of `versions` versions over the library's largest files:
+    each version (one LSP workspace edit) inserts a line into 2-4 of them, 80% at both ends
+    (recorded as a blob), else at one place (recorded as a delta)."""
+    rng = random.Random(5)
+    durable.SYNC = "normal"  # made fast: only reopening counts
+    try:
+        with open_ws(root, state) as ws:
+            for b in range(branches):
+                branch = ws.branch(f"long-{b}")
+                lengths = {p: len((root / p).read_text().splitlines()) for p in BIG}
+                for v in range(versions):
+                    line = f"# agent {b} version {v}\n"
+                    edits = {p: _insertions(lengths, p, rng, line)
+                             for p in rng.sample(BIG, rng.choice((2, 3, 3, 4)))}  # fmt: skip
+                    branch.apply_edit({"changes": {(root / p).as_uri(): e
+                                                   for p, e in edits.items()}})  # fmt: skip
+    finally:
+        durable.SYNC = DEFAULT
+
+
+def _insertions(
+    lengths: dict[str, int], path: str, rng: random.Random, line: str
+) -> list[dict[str, object]]:
+    """TextEdits inserting `line` into `path` near both ends (80%), else at one place."""
+    count, eighth = lengths[path], lengths[path] // 8
+    if rng.random() < 0.8:
+        spots = [rng.randrange(eighth), count - 1 - rng.randrange(eighth)]
+    else:
+        spots = [rng.randrange(count)]
+    lengths[path] += len(spots)
+    at = [{"line": spot, "character": 0} for spot in spots]
+    return [{"range": {"start": a, "end": a}, "newText": line} for a in at]
+
+
+REOPEN_CHILD = """
+import gc, json, sys, time
+import shadowkernel as sk
+import shadowkernel.workspace  # imported before timing: the open alone counts
+
+gc.collect()  # the imports' first full collection (60-70 ms) falls outside the open, not in it
+
+def pss_mb():
+    with open("/proc/self/smaps_rollup") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("Pss:")) / 1024
+
+root, state, restore = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+before, wall, cpu = pss_mb(), time.perf_counter(), time.process_time()
+ws = sk.Workspace(root, servers=[], mode="documents", state=state, restore=restore)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+versions = sum(len(b.versions) - 1 for b in ws.branches.values())
+print(json.dumps({"wall": wall, "cpu": cpu, "pss_mb": pss_mb(), "pss_before_mb": before,
+                  "versions": versions}))
+ws.close()
+"""
+
+
+def reopen(root: Path, state: Path, restore: bool) -> dict[str, float]:
+    """Open the folder in a fresh process: its wall and CPU seconds (every thread's), PSS."""
+    command = [sys.executable, "-c", REOPEN_CHILD, str(root), str(state), str(int(restore))]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def check_floor(state: Path) -> tuple[float, int, int]:
+    """Reading and hashing every blob once, in one thread: seconds, blobs, bytes."""
+    names = os.listdir(state / "blobs")
+    start, size = time.perf_counter(), 0
+    for name in names:
+        with open(state / "blobs" / name, "rb") as f:
+            hashlib.file_digest(f, "sha256")
+            size += f.tell()
+    return time.perf_counter() - start, len(names), size
+
+
 def ms(values: list[float], q: float = 0.5) -> float:
     ordered = sorted(values)
     return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -118,6 +208,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stagings", type=int, default=200)
     parser.add_argument("--branches", type=int, default=1000)
+    parser.add_argument("--long-branches", type=int, default=20)
+    parser.add_argument("--long-versions", type=int, default=58)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="shadowkernel-bench-durable-") as scratch:
         base = Path(scratch)
@@ -137,6 +229,13 @@ def main() -> None:
         make_branches(root, base / "state-many", files, args.branches)
         opens = {r: [timed_open(root, base / "state-many", r) for _ in range(3)]
                  for r in (False, True)}  # fmt: skip
+        long_state = base / "state-long"
+        make_long_run(root, long_state, args.long_branches, args.long_versions)
+        reopens: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+        for _ in range(3):  # alternating: load from elsewhere hits both alike
+            for restore in (True, False):
+                reopens[restore].append(reopen(root, long_state, restore))
+        floor_s, blob_count, blob_bytes = check_floor(long_state)
     restored = opens[True][0][1]
     restore_s = statistics.median(t for t, _ in opens[True])
     empty_s = statistics.median(t for t, _ in opens[False])
@@ -150,6 +249,11 @@ def main() -> None:
         "restore_s": round(restore_s - empty_s, 3),
         "restore_ms_per_branch": round(1000 * (restore_s - empty_s) / max(restored, 1), 3),
         **{f"scratch_1000_files_s_{p}": round(scratch[p], 3) for p in POLICIES},
+        "long_versions": reopens[True][0]["versions"], "long_blobs": blob_count,
+        "long_blob_mb": round(blob_bytes / 2**20, 1), "long_check_floor_s": round(floor_s, 3),
+        **{f"reopen_{k}_{'restore' if r else 'no_restore'}":
+           round(statistics.median(o[k] for o in reopens[r]), 3)
+           for r in (True, False) for k in ("wall", "cpu", "pss_mb")},
     }  # fmt: skip
     print(f"staging one file of {report['library']} ({args.stagings} calls; median / p95)")
     print(f"{'policy':<34}{'median':>10}{'p95':>10}{'vs memory':>11}")
@@ -166,6 +270,16 @@ def main() -> None:
     print(f"{'restore=False (baseline)':<34}{empty_s:>8.3f} s")
     print(f"{'restore=True':<34}{restore_s:>8.3f} s   (restore itself {restore_s - empty_s:.3f} s, "
           f"{report['restore_ms_per_branch']:.2f} ms per branch)")  # fmt: skip
+    print(
+        f"\nreopening after a long run: {report['long_versions']} versions, "
+        f"{blob_count} blobs ({report['long_blob_mb']:.0f} MB); fresh process, median of 3"
+    )
+    print(f"{'open':<34}{'wall':>10}{'cpu':>10}{'PSS after':>12}")
+    for restore, label in ((True, "restore=True"), (False, "restore=False (baseline)")):
+        name = "restore" if restore else "no_restore"
+        wall, cpu, pss = (report[f"reopen_{k}_{name}"] for k in ("wall", "cpu", "pss_mb"))
+        print(f"{label:<34}{wall:>8.3f} s{cpu:>8.3f} s{pss:>9.0f} MB")
+    print(f"{'floor: read and hash every blob':<34}{floor_s:>8.3f} s  (one thread)")
     print(json.dumps(report, sort_keys=True))
     sys.stdout.flush()
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import shadowkernel as sk
-from shadowkernel.workspace import statedir
+from shadowkernel.workspace import kept, statedir
 
 
 def state(*options: str) -> str:
@@ -116,3 +116,25 @@ def test_a_directory_without_a_folder_is_listed_and_never_pruned() -> None:
 
 def test_an_empty_state_home_lists_nothing() -> None:
     assert state().splitlines() == [f"state home: {statedir.state_home()}"]
+
+
+def test_an_open_workspaces_restored_links_count_once(tmp_path: Path) -> None:
+    """Reopening links the store's blobs into `restored/` (read when asked): the same bytes,
+    so the size `shadowkernel state` shows is the same open or closed."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    with sk.Workspace(folder, servers=[]) as ws:
+        a = ws.branch("a")
+        for k in range(3):
+            a.write("big.py", f"V = {k}\n" * 2000)
+    where = kept_at(folder)
+
+    def size() -> int:
+        [entry] = [k for k in kept.kept() if k.path == str(where)]
+        return entry.size
+
+    closed = size()
+    with sk.Workspace(folder, servers=[]):
+        assert any((where / "restored").iterdir())  # earlier versions are read through links
+        journal = sum(f.stat().st_size for f in where.glob("record.sqlite-*"))  # SQLite's, open
+        assert size() == closed + journal

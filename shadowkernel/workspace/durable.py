@@ -31,6 +31,14 @@ lengths of the common prefix and suffix, the new middle in base64, and the new l
 bytes into the record per version, not a 250 KB blob to write, hash and fsync; restoring
 replays the change on the content the branch had (records are replayed in order).
 
+Restoring checks every blob the record names (each read and hashed once, by two threads,
+before the replay) but copies none: a restored version's content is a blob reading a hard link
+to the store's file in `restored/` (gone at close, and at the next open after a crash), read
+when someone asks for that version. Only the heads' bytes and the bases come into memory, as
+they were before the restart; a change record's content is rebuilt from the content before it
+and kept as staging keeps a version's. Reopening after a long run (1,160 versions, 364 MB of
+blobs) went from 1.8 s of CPU and 501 MB of PSS to 0.8 s and 179 MB (`benchmarks/durable.py`).
+
 A crash can leave a blob nobody names (written, record not committed) or a temporary file:
 restoring removes both. What is not restored: the timeline's events (they describe requests
 of a process that is gone) and the mtimes of staged files (a restored version's files show the
@@ -44,18 +52,21 @@ import contextlib
 import ctypes
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import os
+import shutil
 import sqlite3
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from ..errors import PathError, ShadowError, StagingError
-from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink
+from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink, remember
 from ..paths import RelPath
 from ..text.ends import ends
 from . import statedir
@@ -204,7 +215,9 @@ class DurableStore:
         self._flusher: threading.Thread | None = None
         self._bases: IdentityCache[str] = IdentityCache(256)  # base bytes -> their blob
         self._dropped = False  # a branch was dropped: its blobs go at close
+        self._restored = os.path.join(path, "restored")  # links restored versions read
         try:
+            shutil.rmtree(self._restored, ignore_errors=True)  # a killed process's
             self.blobs = Blobs(os.path.join(path, "blobs"), fsync=sync != "normal")
             self._db = sqlite3.connect(os.path.join(path, "record.sqlite"),
                                        isolation_level=None, check_same_thread=False)  # fmt: skip
@@ -241,6 +254,7 @@ class DurableStore:
                             exc_info=True)  # fmt: skip
         with self._mutex:
             self._db.close()
+            shutil.rmtree(self._restored, ignore_errors=True)  # as spill files go at close
             os.close(self._lock_fd)
 
     # -- the journal: each call returns once its record survives a crash of the process -------
@@ -366,18 +380,20 @@ class DurableStore:
         states: dict[str, BranchState] = {}
         wanted: set[str] = set()
         torn: set[str] = set()  # branches that ended early
-        read = _cached(self.blobs.get)
         try:
             with self._mutex:
                 flushed = self._db.execute(WATERMARK).fetchone()[0]
-            for seq, key, kind, body in self._records():
+            records = list(self._records())
+            os.makedirs(self._restored, mode=0o700, exist_ok=True)
+            blobs = _Checked(self.blobs, records, self._restored, make)
+            for seq, key, kind, body in records:
                 if kind == "fork":
                     states[key] = BranchState(body["name"], key)
                 elif key in torn:
                     continue
                 elif key in states:
                     try:
-                        _replay(states[key], kind, body, folder, make, read)
+                        _replay(states[key], kind, body, folder, make, blobs)
                     except Torn:
                         if seq <= flushed:
                             raise
@@ -385,6 +401,8 @@ class DurableStore:
                         torn.add(key)
                         continue
                 wanted.update(_hashes(kind, body))
+            for state in states.values():
+                _hold_head(state)
         except (OSError, sqlite3.Error, LookupError, TypeError, ValueError, Torn) as error:
             raise PathError(f"state directory {self.path}: cannot restore its branches ({error!r});"
                             " open with restore=False to start empty (deleting nothing), or "
@@ -433,35 +451,97 @@ class Torn(ShadowError):
     """A record names a blob that is missing or does not hold its content."""
 
 
-def _cached(read: Callable[[str], bytes]) -> Callable[[str | None], bytes | None]:
-    """Blobs by hash, each read and checked once (Torn when missing or not its content)."""
-    cache: dict[str, bytes] = {}
+class _Checked:
+    """The blobs a restore's records name, each read and hashed once before the replay, by a
+    few threads (hashing releases the GIL: on two cores the checks take half the time). A
+    version's content then becomes a `Blob` read from the store's file when asked, not a copy
+    in memory or a spill file. It reads a hard link in `restored`: whatever deletes a blob's
+    file once done with it (the kernel owns a blob a run through the mount hands back, a
+    renamed file's) deletes that link, never the store's file. Bases are bytes, one object
+    per content."""
 
-    def get(digest: str | None) -> bytes | None:
+    def __init__(self, blobs: Blobs, records: list[tuple[int, str, str, Any]], restored: str,
+                 make: Callable[[bytes], Blob]) -> None:  # fmt: skip
+        self._path, self._restored, self._make = blobs.path, restored, make
+        named = list(dict.fromkeys(h for _, _, kind, body in records for h in _hashes(kind, body)))
+        shares = [named[i::CHECKERS] for i in range(CHECKERS)]
+        with ThreadPoolExecutor(CHECKERS, thread_name_prefix="shadowkernel-restore") as pool:
+            self._sizes = {d: size for found in pool.map(self._check_all, shares)
+                           for d, size in found.items()}  # fmt: skip
+        self._blobs: dict[str, Blob] = {}
+        self._bytes: dict[str, bytes] = {}
+
+    def blob(self, digest: str | None) -> Blob | None:
         if digest is None:
             return None
-        if digest not in cache:
-            try:
-                data = read(digest)
-            except FileNotFoundError:
-                raise Torn(f"blob {digest} is missing") from None
-            if hashlib.sha256(data).hexdigest() != digest:
-                raise Torn(f"blob {digest} does not hold its content")
-            cache[digest] = data
-        return cache[digest]
+        if digest not in self._blobs:
+            self._blobs[digest] = self._lend(digest, self._size(digest))
+        return self._blobs[digest]
 
-    return get
+    def bytes(self, digest: str | None) -> bytes | None:
+        """Branches sharing a base share one bytes object of it, as they did before."""
+        if digest is None:
+            return None
+        if digest not in self._bytes:
+            self._size(digest)
+            with open(self._file(digest), "rb") as f:
+                self._bytes[digest] = f.read()
+        return self._bytes[digest]
+
+    def _lend(self, digest: str, size: int) -> Blob:
+        """A blob reading its link in `restored`; a copy where no link can be made."""
+        link = os.path.join(self._restored, digest)
+        try:
+            os.link(self._file(digest), link)
+        except OSError:  # a file system without hard links
+            return self._make(self.bytes(digest) or b"")
+        return remember(Blob(f"{os.getpid()}-restored-{next(_restored_ids)}", size, spill=link))
+
+    def _size(self, digest: str) -> int:
+        size = self._sizes[digest]
+        if isinstance(size, Torn):
+            raise size
+        return size
+
+    def _file(self, digest: str) -> str:
+        return os.path.join(self._path, digest)
+
+    def _check_all(self, digests: list[str]) -> dict[str, int | Torn]:
+        """Each blob's size, or Torn when it is missing or does not hold its content (the
+        replay decides whether that is damage or a branch's end)."""
+        found: dict[str, int | Torn] = {}
+        for digest in digests:
+            try:
+                with open(self._file(digest), "rb") as f:
+                    same = hashlib.file_digest(f, "sha256").hexdigest() == digest
+                    found[digest] = f.tell() if same else Torn(f"blob {digest} does not hold "
+                                                               "its content")  # fmt: skip
+            except FileNotFoundError:
+                found[digest] = Torn(f"blob {digest} is missing")
+        return found
+
+
+CHECKERS = 2  # threads checking blobs before a restore's replay
+_restored_ids = itertools.count(1)
+
+
+def _hold_head(state: BranchState) -> None:
+    """A restored branch's head keeps its bytes in memory, as it did before the restart (every
+    lint and staging reads them); earlier versions' stay in the store's files."""
+    for path in state.head.files:
+        state.head.files.hold(path)
 
 
 def _replay(
     state: BranchState, kind: str, body: Any, folder: Folder, make: Callable[[bytes], Blob],
-    read: Callable[[str | None], bytes | None],
+    blobs: _Checked,
 ) -> None:  # fmt: skip
     """Apply one record to a restored branch (no journal is attached yet)."""
     if kind == "version":
-        bases = {RelPath(p): (read(h), mode) for p, (h, mode) in body["bases"].items()}
+        bases = {RelPath(p): (blobs.bytes(h), mode) for p, (h, mode) in body["bases"].items()}
         data = {RelPath(p): _undelta(_before(state, RelPath(p), bases), h)
-                if isinstance(h, list) else read(h) for p, h in body["data"].items()}  # fmt: skip
+                if isinstance(h, list) else blobs.blob(h)
+                for p, h in body["data"].items()}  # fmt: skip
         modes = {RelPath(p): m for p, m in body.get("modes", {}).items()}
         conflicts = body.get("conflicts")  # a merge's version: what it left conflicted
         if conflicts is not None:
@@ -472,11 +552,11 @@ def _replay(
         version = state.next_version(data, body["op"], bases, modes, folder, make)
         state.append(version, data, bases, taken, conflicts)
     elif kind == "scratch":
-        state.absorb({RelPath(p): decode_override(o, make, read) for p, o in body.items()})
+        state.absorb({RelPath(p): decode_override(o, blobs.blob) for p, o in body.items()})
     elif kind == "rebase":
         taken = {RelPath(p): m[0] for p, (_, _, *m) in body.items() if m and m[0]}
         MOMENTS.past(taken.values())
-        state.rebase({RelPath(p): (read(h), m) for p, (h, m, *_) in body.items()}, taken)
+        state.rebase({RelPath(p): (blobs.bytes(h), m) for p, (h, m, *_) in body.items()}, taken)
     else:
         raise ShadowError(f"unknown record {kind!r} in a durable store (a newer shadowkernel?)")
 
@@ -518,7 +598,8 @@ def _undelta(before: bytes | None, delta: list[Any]) -> bytes:
     if before is None or prefix + suffix > len(before):
         raise Torn(f"a recorded change does not fit the content before it ({prefix}+{suffix} "
                    f"bytes kept of {0 if before is None else len(before)})")  # fmt: skip
-    data = before[:prefix] + base64.b64decode(middle) + before[len(before) - suffix :]
+    kept = memoryview(before)  # one copy of the whole, not one per slice and concatenation
+    data = b"".join((kept[:prefix], base64.b64decode(middle), kept[len(before) - suffix :]))
     if len(data) != length:
         raise Torn(f"a recorded change gives {len(data)} bytes, not {length}")
     return data
@@ -549,14 +630,13 @@ def encode_override(override: Override | None, put: Put) -> Any:
     return out
 
 
-def decode_override(data: Any, make: Callable[[bytes], Blob],
-                    read: Callable[[str | None], bytes | None]) -> Override | None:  # fmt: skip
+def decode_override(data: Any, blob: Callable[[str | None], Blob | None]) -> Override | None:
     if data is None:
         return None  # the scratch layer records a whiteout for it
     fields = dict(data)
     kind = KINDS[fields.pop("kind")]
     if kind is File and fields.get("blob"):
-        fields["blob"] = make(read(fields["blob"]) or b"")
+        fields["blob"] = blob(fields["blob"])
     if kind is Symlink:
         fields["target"] = base64.b64decode(fields["target"])
     override: Override = kind(**fields)

@@ -69,10 +69,14 @@ def _read(path: str) -> Kept:
 
 
 def _usage(path: str) -> tuple[int, float]:
-    size, changed = 0, 0.0
+    """Bytes and last change of a state directory: a file with several names (an open
+    workspace's `restored/` links to its blobs) counts once."""
+    size, changed, seen = 0, 0.0, set()
     for folder, _, files in os.walk(path):
         for name in files:
             with contextlib.suppress(FileNotFoundError):
                 info = os.lstat(os.path.join(folder, name))
-                size, changed = size + info.st_size, max(changed, info.st_mtime)
+                if (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    size, changed = size + info.st_size, max(changed, info.st_mtime)
     return size, changed

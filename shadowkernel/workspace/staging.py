@@ -89,9 +89,16 @@ class Files(Mapping[RelPath, "bytes | None"]):
         memo = self._maps.get(path)
         return memo is not None and memo[0] is base
 
-    def changed(self, data: Mapping[RelPath, bytes | None]) -> Files:
-        """The next version's files: these with `data` over them (line maps of the paths
-        `data` leaves alone carry over: their bytes are the same objects)."""
+    def hold(self, path: RelPath) -> None:
+        """Keep `path`'s bytes in memory again if it was released (a restored head's)."""
+        data = self._entries.get(path)
+        if isinstance(data, Blob):
+            self._entries[path] = _read_back(path, data)
+
+    def changed(self, data: Mapping[RelPath, bytes | Blob | None]) -> Files:
+        """The next version's files: these with `data` over them (a blob: bytes read back
+        from it when asked; line maps of the paths `data` leaves alone carry over: their
+        bytes are the same objects)."""
         out = Files({**self._entries, **data})
         out._maps = {p: memo for p, memo in self._maps.items() if p not in data}
         return out
@@ -133,12 +140,13 @@ def digest(data: bytes | None) -> str:
 
 def staged(
     manifest: Manifest,
-    data: Mapping[RelPath, bytes | None],
+    data: Mapping[RelPath, bytes | Blob | None],
     modes: Mapping[RelPath, int],
     make: Callable[[bytes], Blob],
     is_user_dir: Callable[[RelPath], bool],
 ) -> Manifest:
-    """`manifest` with each path's new bytes (None: a whiteout) as overrides."""
+    """`manifest` with each path's new bytes (None: a whiteout; a blob: bytes already in
+    one, as a restore gives them) as overrides."""
     out: dict[RelPath, Override] = dict(manifest)
     now = time.time_ns()
     for path, content in data.items():
@@ -147,9 +155,10 @@ def staged(
             continue
         mode = modes.get(path, DEFAULT_MODE)
         if mode == LINK:
-            out[path] = Symlink(content, now)
+            out[path] = Symlink(content.bytes() if isinstance(content, Blob) else content, now)
         else:
-            out[path] = File(make(content), None, mode, now)
+            blob = content if isinstance(content, Blob) else make(content)
+            out[path] = File(blob, None, mode, now)
         folder = parent(path)
         # a new folder (nothing shows through it), also where the branch deleted a file
         while folder and out.get(folder, WHITEOUT) is WHITEOUT and not is_user_dir(folder):
