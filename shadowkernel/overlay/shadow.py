@@ -251,11 +251,7 @@ class Shadow:
             return override
         blob = override.blob
         if blob.id not in adopted:
-            if blob.data is not None:
-                adopted[blob.id] = self.store.make(blob.data)
-            else:
-                assert blob.spill is not None
-                adopted[blob.id] = self.store.adopt(blob.spill, blob.size)
+            adopted[blob.id] = self.store.take(blob)
         return with_blob(override, adopted[blob.id])
 
     def _call(self, verb: str, *args: Any) -> Any:

@@ -14,7 +14,7 @@ Each but a whiteout may record its owner and its access and change times (`Meta`
 links and special files may share one inode with other paths of the manifest (`link`).
 
 A path without an override shows the lower entry found through its parent's source.
-Everything here is pure; the only I/O is reading a spilled blob's file.
+Everything here is pure but spilling: a blob's file, and the folder that holds them.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class BlobStore:
         self.memory_budget = memory_budget
         self.in_memory = 0
         self._owns_dir = spill_dir is None
-        self.spill_dir = spill_dir or tempfile.mkdtemp(prefix="shadowkernel-spill-")
+        self.spill_dir = spill_dir or new_spill_dir()
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -102,7 +102,16 @@ class BlobStore:
         """A blob for a spill file already written; the file goes when the blob does."""
         blob = Blob(_new_id(), size, spill=path)
         weakref.finalize(blob, _remove, path)
-        return blob
+        return remember(blob)
+
+    def take(self, blob: Blob) -> Blob:
+        """This process's blob for one an overlay handed back (a file a run renamed or
+        chmodded keeps its blob): the blob itself while it lives, so its file keeps one
+        owner; else the overlay's own (its buffer's) content, now ours."""
+        if blob.data is not None:
+            return self.make(blob.data)
+        assert blob.spill is not None
+        return _spilled.get(blob.id) or self.adopt(blob.spill, blob.size)
 
     def account(self, delta: int) -> None:
         with self._lock:
@@ -112,6 +121,57 @@ class BlobStore:
         fd, path = tempfile.mkstemp(dir=self.spill_dir, prefix="blob-")
         os.close(fd)
         return path
+
+
+SPILL_PREFIX = "shadowkernel-spill-"
+
+
+def new_spill_dir() -> str:
+    """A private folder for spill files, named by this process's pid. The folders of dead
+    processes (a killed kernel's: SIGKILL runs no cleanup) go first; nothing else removes
+    them, and each may hold hundreds of megabytes."""
+    temp = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(temp):
+            pid = _spill_pid(name)
+            if pid is not None and process_gone(pid):
+                _remove_own_folder(os.path.join(temp, name))
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
+
+
+def _spill_pid(name: str) -> int | None:
+    """The pid in a spill folder's name (`shadowkernel-spill-<pid>-<random>`), or None."""
+    pid, dash, _ = name.removeprefix(SPILL_PREFIX).partition("-")
+    return int(pid) if name.startswith(SPILL_PREFIX) and dash and pid.isdigit() else None
+
+
+def process_gone(pid: int) -> bool:
+    """No process has `pid` now (one of another user's is there: not gone). What a killed
+    process left, named by its pid, may be removed then: spill folders, accept's temp files."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _remove_own_folder(path: str) -> None:
+    with contextlib.suppress(OSError):
+        if os.lstat(path).st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# This process's spilled blobs by id, while they live: an id that comes back from an overlay
+# names one of them (ids carry the pid of the process that made them).
+_spilled: weakref.WeakValueDictionary[str, Blob] = weakref.WeakValueDictionary()
+
+
+def remember(blob: Blob) -> Blob:
+    """Make a spilled blob of this process known to `BlobStore.take`."""
+    _spilled[blob.id] = blob
+    return blob
 
 
 def _remove(path: str) -> None:

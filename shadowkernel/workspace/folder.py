@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 
 from ..errors import PathError, StagingError
+from ..overlay.store import process_gone
 from ..paths import Protection, RelPath, is_within, parent
 from .staging import LINK
 
@@ -50,8 +51,9 @@ class Folder:
         except (FileNotFoundError, NotADirectoryError):
             return None, DEFAULT_MODE
         if stat.S_ISLNK(st.st_mode):
-            raise StagingError(f"{path}: is a symlink in the workspace; stage the file it points "
-                               "to instead")  # fmt: skip
+            raise StagingError(f"{path}: is a symlink in the workspace (to "
+                               f"{os.readlink(full)!r}); give the path of the file it points "
+                               "to")  # fmt: skip
         if stat.S_ISDIR(st.st_mode):
             raise StagingError(f"{path}: is a folder in the workspace; give the path of a "
                                "file in it")  # fmt: skip
@@ -170,15 +172,7 @@ def _stale_temp(entry: str, stems: set[str]) -> bool:
     if len(parts) != 3:
         return False
     name, pid, random = parts
-    if name not in stems or not pid.isdigit() or len(random) != 8:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return name in stems and pid.isdigit() and len(random) == 8 and process_gone(int(pid))
 
 
 def _stem(name: str) -> str:

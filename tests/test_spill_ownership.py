@@ -1,0 +1,40 @@
+"""A spilled blob's file has one owner: a run through the mount that renames a staged file
+hands the kernel's own blob back, and what the kernel keeps of the run must share that blob,
+not take the file over (else it deleted the file under the version that still reads it)."""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+import pytest
+from overlay_helpers import needs_fuse
+
+import shadowkernel as sk
+
+pytestmark = [needs_fuse, pytest.mark.timeout(120)]
+
+TEXT = "V = 1\n" * 1000
+
+
+@pytest.mark.parametrize("state", ["memory", "durable"])
+def test_a_renamed_spilled_file_stays_readable_in_its_version(tmp_path: Path, state: str) -> None:
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg/mod.py").write_text("V = 0\n")
+    where = None if state == "memory" else tmp_path / "state"
+    with sk.Workspace(project, servers=[], mode="fuse", memory_budget=0, state=where) as ws:
+        a = ws.branch("a")
+        a.write("pkg/mod.py", TEXT)
+        blob = a.versions[-1].manifest["pkg/mod.py"].blob  # type: ignore[union-attr]
+        assert blob.spill is not None  # a budget of 0 spills every blob
+        done = a.run("mv pkg/mod.py pkg/moved.py", mode="fuse")
+        assert done.ok, done.stderr
+        del done  # its files hold what the kernel took from the run
+        a.drop()  # what the kernel kept of the run (the scratch layer) goes
+        gc.collect()
+        assert os.path.exists(blob.spill), "the version's file went with the run's copy"
+        b = ws.branch("b")
+        b.write("pkg/mod.py", TEXT)  # the same content again: the same or a new blob, readable
+        assert b.run("cat pkg/mod.py", mode="fuse").stdout == TEXT
