@@ -147,11 +147,13 @@ class BranchState:
             return version.number
 
     def next_version(
-        self, data: Mapping[RelPath, bytes | None], op: str, new_bases: Mapping[RelPath, Base],
-        modes: Mapping[RelPath, int], folder: Folder, make: Callable[[bytes], Blob],
+        self, data: Mapping[RelPath, bytes | Blob | None], op: str,
+        new_bases: Mapping[RelPath, Base], modes: Mapping[RelPath, int], folder: Folder,
+        make: Callable[[bytes], Blob],
     ) -> Version:  # fmt: skip
         """The version after the head with `data` and `modes` (nothing recorded yet): a path
-        keeps the mode the branch gave it until deleted, else shows its base's."""
+        keeps the mode the branch gave it until deleted, else shows its base's. A restore
+        gives some bytes as the blob already holding them (read back when asked)."""
         head = self.head
         kept = {p: m for p, m in head.modes.items() if data.get(p, b"") is not None}
         version_modes = {**kept, **modes}
@@ -263,6 +265,14 @@ def file_bytes(version: Version, path: RelPath, folder: Folder) -> bytes | None:
     return folder.content(path)
 
 
+def entry_bytes(version: Version, path: RelPath, folder: Folder) -> bytes | None:
+    """Like `file_bytes`, but a symlink of the user's folder is its target, as a version
+    holds a link (a merge compares both sides' entries, links included)."""
+    if path in version.files:
+        return version.files[path]
+    return folder.entry(path)[0]
+
+
 def check_kinds(head: Version, data: Mapping[RelPath, bytes | None], folder: Folder) -> None:
     """StagingError naming the path in the way when `data` puts a file below a file, or a
     file where a folder holds files: in the branch's view after `data` (the user's folder for
@@ -342,8 +352,8 @@ def merge(
         paths = sorted({*ours.files, *theirs.files})
         common = {p: common_base(a, b, p) for p in paths}
         bases = {p: base for p, ((base, _), _) in common.items()}
-        mine = {p: file_bytes(ours, p, folder) for p in paths}
-        other = {p: file_bytes(theirs, p, folder) for p in paths}
+        mine = {p: entry_bytes(ours, p, folder) for p in paths}
+        other = {p: entry_bytes(theirs, p, folder) for p in paths}
         modes = {**{p: b.mode(theirs, p, folder) for p in theirs.modes},
                  **{p: a.mode(ours, p, folder) for p in ours.modes}}  # fmt: skip
     plan = merge_plan(mine, bases.get, other.get, (a.name, "base", b.name))
