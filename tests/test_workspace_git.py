@@ -173,3 +173,50 @@ def test_branches_whose_names_differ_commit_to_different_refs(repo: Path, ws: sk
     for name, commit in made.items():
         assert git(repo, "rev-parse", f"refs/heads/agent/{name}") == commit
     assert len(set(made.values())) == 4
+
+
+def test_a_codemod_sized_branch_commits_in_a_few_git_processes(
+    repo: Path, ws: sk.Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git's processes do not grow with the files a branch changed (a process per file cost a
+    1,500-file codemod of sympy 9 s): the real git runs, behind a shim that counts them."""
+    calls = tmp_path / "git-calls"
+    shim = tmp_path / "bin/git"
+    shim.parent.mkdir()
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real.strip()} "$@"\n')
+    shim.chmod(0o755)
+    branch = ws.branch("codemod")
+    for i in range(300):
+        branch.write(f"gen/m{i}.py", f"X = {i}\n", mode=0o755 if i % 7 == 0 else None)
+    branch.write("pkg/mod.py", "def add(a, b):\n    return b + a\n")
+    branch.delete("old.txt")
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+
+    made = branch.commit()
+
+    assert len(calls.read_text().splitlines()) < 20
+    tree = git(repo, "ls-tree", "-r", made).splitlines()
+    entries = {line.split("\t")[1]: line.split()[0] for line in tree}
+    assert "old.txt" not in entries and len(entries) == 300 + 3  # mod.py, README.md, run.sh
+    assert entries["gen/m7.py"] == "100755" and entries["gen/m8.py"] == "100644"
+    assert git(repo, "show", f"{made}:gen/m299.py") == "X = 299"
+    assert git(repo, "show", f"{made}:pkg/mod.py").endswith("return b + a")
+
+
+def test_a_symlink_commits_as_a_symlink(repo: Path) -> None:
+    """A link of the user's folder a branch left alone, and one a run made, are git symlinks
+    (mode 120000, the target as the blob), not regular files holding the target."""
+    (repo / "latest").symlink_to("pkg/mod.py")
+    git(repo, "add", "latest")
+    git(repo, "commit", "-q", "-m", "a link")
+    with sk.Workspace(repo, servers=[], state=None) as ws:
+        branch = ws.branch("links")
+        done = branch.run("ln -s README.md docs-link && rm latest && ln -s run.sh latest",
+                          keep=True)  # fmt: skip
+        assert done.ok, done.stderr
+        made = branch.commit()
+    entries = {line.split("\t")[1]: line.split()[0]
+               for line in git(repo, "ls-tree", "-r", made).splitlines()}  # fmt: skip
+    assert entries["docs-link"] == entries["latest"] == "120000"
+    assert git(repo, "show", f"{made}:latest") == "run.sh"

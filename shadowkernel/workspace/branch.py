@@ -689,7 +689,8 @@ class Branch:
         with self.state.lock:
             self._check_open()
             head = self.state.head
-            files, modes, bases = head.files, dict(self.state.modes), dict(self.state.bases)
+            files, bases = head.files, dict(self.state.bases)
+            modes = {**self.state.modes, **head.modes}  # the version's, over its bases'
         if message is None:
             message = f"{self.name} v{head.number}: {head.op}"
         if not arguments.text("message", message).strip():

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from ..errors import ArgumentError, PathError
 from ..paths import RelPath
 from . import arguments
+from .staging import LINK
 
 SEARCHED = 100  # ancestors of HEAD searched for the branch's base
 EXECUTABLE = 0o111
@@ -121,7 +122,7 @@ def commit(root: str, files: Mapping[RelPath, bytes | None], modes: Mapping[RelP
         env = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
         git(top, "read-tree", *([parent] if parent else ["--empty"]), env=env)
         git(top, "update-index", "-z", "--index-info", env=env,
-            data=_index_info(top, prefix, files, modes))  # fmt: skip
+            data=_index_info(top, prefix, files, modes, scratch))  # fmt: skip
         tree = git(top, "write-tree", env=env)
     made = git(top, "commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-",
                env=_identity(top), data=message.encode())  # fmt: skip
@@ -130,19 +131,48 @@ def commit(root: str, files: Mapping[RelPath, bytes | None], modes: Mapping[RelP
 
 
 def _index_info(top: str, prefix: str, files: Mapping[RelPath, bytes | None],
-                modes: Mapping[RelPath, int]) -> bytes:  # fmt: skip
+                modes: Mapping[RelPath, int], scratch: str) -> bytes:  # fmt: skip
     """`update-index --index-info` lines: each file's new blob, or its removal."""
+    present = {path: data for path, data in files.items() if data is not None}
+    oids = dict(zip(present, _write_blobs(top, list(present.values()), scratch), strict=True))
     empty = git(top, "hash-object", "--stdin", data=b"")  # an id of the repository's length
     lines: list[bytes] = []
-    for path, data in sorted(files.items()):
+    for path in sorted(files):
         name = (prefix + path).encode()
-        if data is None:  # mode 0 removes the entry
+        if path not in present:  # deleted: mode 0 removes the entry
             lines.append(b"0 %s\t%s\0" % (b"0" * len(empty), name))
             continue
-        oid = git(top, "hash-object", "-w", "--stdin", data=data)
-        mode = b"100755" if modes.get(path, 0o644) & EXECUTABLE else b"100644"
-        lines.append(b"%s %s\t%s\0" % (mode, oid.encode(), name))
+        mode = git_mode(modes.get(path, 0o644))
+        lines.append(b"%s %s\t%s\0" % (mode, oids[path].encode(), name))
     return b"".join(lines)
+
+
+def git_mode(mode: int) -> bytes:
+    """git's mode of a tree entry: a symlink (its blob is the target), else a file, executable
+    or not."""
+    if mode == LINK:
+        return b"120000"
+    return b"100755" if mode & EXECUTABLE else b"100644"
+
+
+def _write_blobs(top: str, blobs: list[bytes], scratch: str) -> list[str]:
+    """Each of `blobs` written into the repository's objects; their object ids. One
+    git process for them all (a process per file cost a codemod of 1,500 files 9 s): each
+    goes through a file in `scratch`, hashed as it is (--no-filters, as --stdin hashes)."""
+    if not blobs:
+        return []
+    folder = os.path.join(scratch, "blobs")
+    os.mkdir(folder)
+    names = []
+    for number, data in enumerate(blobs):
+        names.append(name := os.path.join(folder, str(number)))
+        with open(name, "wb") as file:
+            file.write(data)
+    listing = "".join(f"{name}\n" for name in names).encode()
+    out = git(top, "hash-object", "-w", "--no-filters", "--stdin-paths", data=listing).split()
+    if len(out) != len(blobs):
+        raise PathError(f"git hash-object wrote {len(out)} objects in {top}, not {len(blobs)}")
+    return out
 
 
 def _identity(top: str) -> dict[str, str]:
