@@ -3,7 +3,8 @@
 A real git repository whose `.git/config` holds a credential in a remote's URL, served by the
 real `shadowkernel mcp` over stdio: `read_file`, `list_files`, `lint` and the navigation tools
 refuse `.git` and anything below it (by name, in any case, at any depth, a submodule's gitdir
-file, a link into it) with a tool error saying why, and `list_files` leaves it out. Writes
+file, a link into it) with a tool error saying why, and `list_files` leaves it out (a link
+to it too). Writes
 there are refused already (tests/test_protect.py). The Python API's `read` is the user's own
 and still reads it; the in-process tool table refuses like the server.
 """
@@ -65,7 +66,7 @@ def test_the_tool_table_refuses_what_the_api_reads(repo: Path) -> None:
             assert "credentials" in str(error.value) and SECRET not in str(error.value)
         assert tools.read_file("a", ".gitignore")["content"] == "*.log\n"  # not metadata
         names = [e["name"] for e in tools.list_files("a")["entries"]]
-        assert names == [".gitignore", "meta", "pkg", "vendor"]
+        assert names == [".gitignore", "pkg", "vendor"]
 
 
 @needs_fuse
@@ -87,7 +88,7 @@ def test_mcp_tools_refuse_git_reads_and_leave_it_out_of_listings(repo: Path) -> 
             assert "hover:" in message and "version-control metadata" in message
 
             root = await agent.call("list_files", branch="a")
-            assert [e["name"] for e in root["entries"]] == [".gitignore", "meta", "pkg", "vendor"]
+            assert [e["name"] for e in root["entries"]] == [".gitignore", "pkg", "vendor"]
             vendor = await agent.call("list_files", branch="a", path="vendor")
             assert [e["name"] for e in vendor["entries"]] == ["v.py"]
             assert (await agent.call("read_file", branch="a", path="pkg/mod.py"))["content"] == MOD

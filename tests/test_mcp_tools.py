@@ -6,9 +6,10 @@ and every parameter must be described, and every tool carries MCP's hints.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from typing_extensions import Doc, TypedDict
 
 from shadowkernel.agents.shapes import page
 from shadowkernel.agents.tools import TOOL_NAMES, Tools
@@ -89,6 +90,21 @@ def test_a_tool_without_descriptions_is_refused() -> None:
 
     with pytest.raises(TypeError, match="brnach"):
         spec_of(typo)
+
+
+class Undescribed(TypedDict):
+    branch: Annotated[str, Doc("the branch's name")]
+    version: int
+
+
+def test_a_tool_whose_result_has_an_undescribed_field_is_refused() -> None:
+    @tool(READS, branch="the branch")
+    def vague(self: object, branch: str) -> Undescribed:
+        """A tool whose result a model could not read: what is `version`?"""
+        return {"branch": branch, "version": 0}
+
+    with pytest.raises(TypeError, match=r"vague: its result: field Undescribed.version has no"):
+        spec_of(vague)
 
 
 def test_parameter_types_as_json_schema() -> None:

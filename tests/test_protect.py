@@ -182,6 +182,15 @@ def test_which_paths_are_protected(path: str, protected: bool) -> None:
     assert (protection.reason(RelPath(path)) is not None) is protected
 
 
+def test_what_protects_a_path_is_named() -> None:
+    protection = Protection([".env", "# a comment", "/.github/workflows/**"])
+    assert protection.rule(RelPath("deep/.env")) == "the protect= glob '.env'"
+    assert protection.rule(RelPath(".github/workflows/ci.yml")) == (
+        "the protect= glob '/.github/workflows/**'")  # fmt: skip
+    assert protection.rule(RelPath("sub/.git")) == "version-control metadata (.git)"
+    assert protection.rule(RelPath("pkg/mod.py")) is None
+
+
 def test_links_to_protected_or_outer_paths_are_refused() -> None:
     protection = Protection()
     for target in (b".git/config", b"../.git/hooks", b"/etc/passwd", b"../../outside"):

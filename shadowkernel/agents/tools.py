@@ -9,8 +9,10 @@ errors once at its edge. Every method raises only `ShadowError` subclasses for b
 Caveats: quick-fix ids live in this object's memory (the fixes of each branch's last lints),
 so they are valid for the server that offered them and for the version they were offered
 at. `list_files` shows a branch's version (its staged files over the user's folder), not
-what runs wrote to its scratch layer without `keep`. Version-control metadata (`.git` and its
-kin) is neither read nor listed by the tools (`refuse_metadata`); a run may still read it.
+what runs wrote to its scratch layer without `keep`. Protected paths (`paths.Protection`:
+`.git` and its kin, the workspace's protect= globs) are neither read nor listed by the tools
+(`refuse_protected`), nor shown by navigation (locations and symbols there are left out, a
+hover of a symbol defined there is refused); a run may still read them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, TypeVar
 
 from ..errors import ArgumentError, NotFound, PathError, ServerError, ShadowError, StagingError
 from ..lsp import Fix
-from ..paths import RelPath, is_within, rel, relative_to, vcs_part
+from ..paths import Protection, RelPath, is_within, rel, relative_to
 from ..run.result import DEFAULT_OUTPUT_CAP
 from ..text.content import MAX_TEXT_BYTES
 from ..workspace import arguments
@@ -155,7 +157,7 @@ class Tools:
             raise ArgumentError(f"offset={offset}, limit={limit}: give offset >= 0 and "
                                 "limit > 0 (characters)")  # fmt: skip
         chosen = self._branch(branch)
-        refuse_metadata(self.workspace.root, arguments.path("path", path), "read_file")
+        self._refuse_protected(arguments.path("path", path), "read_file")
         version, data = stable(chosen, lambda: chosen.read_bytes(path))
         try:
             content = data.decode("utf-8") if b"\0" not in data else None
@@ -176,12 +178,14 @@ class Tools:
         """The entries of folder `path` ('' is the project root) in the branch's current
         version: each {name, path, kind} with kind 'file', 'dir' or 'symlink'."""
         chosen = self._branch(branch)
-        folder, files = rel(path), chosen.files
-        refuse_metadata(self.workspace.root, folder, "list_files")
-        if is_file(self.workspace.root, files, folder):
+        folder, files, root = rel(path), chosen.files, self.workspace.root
+        self._refuse_protected(folder, "list_files")
+        if is_file(root, files, folder):
             raise PathError(f"path {folder!r} is a file in branch {branch!r}; use read_file")
-        found = folder_entries(self.workspace.root, folder)
-        listed = [e for e in entries(found, files, folder) if vcs_part(RelPath(e["name"])) is None]
+        found = folder_entries(root, folder)
+        protection = self.workspace.protection
+        listed = [e for e in entries(found, files, folder)
+                  if protecting(protection, root, RelPath(e["path"])) is None]  # fmt: skip
         if found is None and not listed and folder:
             raise NotFound(f"path {folder!r}: no such folder in branch {branch!r}")
         return {"branch": branch, "version": chosen.version, "path": folder, "entries": listed}
@@ -258,7 +262,7 @@ class Tools:
         (the branch introduced it) and quick fixes as {id, title} for apply_fix."""
         chosen = self._branch(branch)
         for path in arguments.paths("paths", paths) or ():
-            refuse_metadata(self.workspace.root, path, "lint")
+            self._refuse_protected(path, "lint")
         running = [server_name(s) for s in self.workspace.servers]
         unknown = [s for s in servers or () if s not in running]
         if unknown:
@@ -274,14 +278,16 @@ class Tools:
         """Where the symbol at path:line:column (1-based) is defined, in the branch's version."""
         chosen = self._navigable(branch, "definition", path)
         version, found = stable(chosen, lambda: chosen.definition(path, line, column))
-        return {"branch": branch, "version": version, "locations": found}
+        return {"branch": branch, "version": version,
+                "locations": shapes.plain(self._unprotected(found))}  # fmt: skip
 
     @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def references(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:
         """Every reference to the symbol at path:line:column (1-based)."""
         chosen = self._navigable(branch, "references", path)
         version, found = stable(chosen, lambda: chosen.references(path, line, column))
-        return {"branch": branch, "version": version, "locations": found}
+        return {"branch": branch, "version": version,
+                "locations": shapes.plain(self._unprotected(found))}  # fmt: skip
 
     @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def hover(self, branch: str, path: str, line: int, column: int) -> shapes.HoverAnswer:
@@ -289,7 +295,9 @@ class Tools:
         language servers have nothing to show there."""
         chosen = self._navigable(branch, "hover", path)
         version, found = stable(chosen, lambda: chosen.hover(path, line, column))
-        return {"branch": branch, "version": version, "hover": found}
+        if found is not None:
+            self._refuse_hover_into_protected(chosen, path, line, column)
+        return {"branch": branch, "version": version, "hover": shapes.hover(found)}
 
     @tool(READS, branch=BRANCH,
           path=f"{PATH}: that file's symbols (give path or query, not both)",
@@ -308,7 +316,8 @@ class Tools:
             version, found = stable(chosen, lambda: chosen.symbols(path))
         else:
             version, found = chosen.version, self.workspace.symbols(query)
-        return {"branch": branch, "version": version, "symbols": found}
+        return {"branch": branch, "version": version,
+                "symbols": shapes.plain(self._unprotected(found))}  # fmt: skip
 
     # -- runs, diff, merge, accept -------------------------------------------------------------
 
@@ -429,9 +438,9 @@ class Tools:
 
     def _navigable(self, name: str, tool: str, path: str | None) -> Any:
         """The branch, once some language server of the workspace navigates code (ruff alone
-        would answer nothing, silently) and `path` is no version-control metadata."""
+        would answer nothing, silently) and `path` is not protected."""
         if path is not None:
-            refuse_metadata(self.workspace.root, arguments.path("path", path), tool)
+            self._refuse_protected(arguments.path("path", path), tool)
         servers = [server_name(s) for s in self.workspace.servers]
         if servers and all(s in LINT_ONLY for s in servers):
             raise ServerError(
@@ -440,6 +449,32 @@ class Tools:
                 f"{' '.join(servers)} jedi-language-server (or pyright, basedpyright, pylsp)"
             )
         return self._branch(name)
+
+    def _refuse_protected(self, path: RelPath, tool: str) -> None:
+        refuse_protected(self.workspace.protection, self.workspace.root, path, tool)
+
+    def _unprotected(self, found: list[Any]) -> list[Any]:
+        """Locations or symbols less those in protected paths (a symbol's name there is not
+        the agent's to see either); an absolute path is outside the project."""
+        protection, root = self.workspace.protection, self.workspace.root
+        return [x for x in found if x.path.startswith("/")
+                or protecting(protection, root, RelPath(x.path)) is None]  # fmt: skip
+
+    def _refuse_hover_into_protected(self, chosen: Any, path: str, line: int,
+                                     column: int) -> None:  # fmt: skip
+        """PathError when the symbol hovered is defined in a protected file: its hover shows
+        the definition (`TOKEN = "..."` of a protected settings file). Asked only when the
+        workspace protects globs: version-control metadata holds no code."""
+        protection = self.workspace.protection
+        if not protection.globs:
+            return
+        for place in chosen.definition(path, line, column):
+            found = place.in_workspace and protecting(protection, self.workspace.root,
+                                                      RelPath(place.path))  # fmt: skip
+            if found:
+                raise PathError(f"hover: the symbol at {path}:{line}:{column} is defined in "
+                                f"{found[1]!r}, which is protected ({found[0]}); agents may "
+                                "not read protected paths, through a hover either")  # fmt: skip
 
     def _staged(self, chosen: Any, version: int) -> shapes.Staged:
         by_number = {v.number: v for v in chosen.versions}
@@ -481,20 +516,34 @@ def stable(branch: Any, ask: Callable[[], T], tries: int = 5) -> tuple[int, T]:
     raise ShadowError(f"branch {branch.name!r} kept changing while answering; ask again")
 
 
-# What the tools read is refused in version-control metadata, as the workspace's protection
-# refuses writes there: `.git/config` can hold credentials (a token in a remote's URL), and an
-# agent working on the files has no business in the repository's internals. `Branch.read`
-# itself does not refuse: its caller is the notebook's user, who owns the folder (and could
-# open() the file anyway); the tools are where an outside agent comes in.
-def refuse_metadata(root: str, path: RelPath, tool: str) -> None:
-    """PathError when `path` is or lies in version-control metadata (`.git` and its kin, at
-    any depth), by its name or by where it leads in the user's folder (a link `meta -> .git`)."""
+# What the tools read is refused where the workspace's protection refuses writes: version-control
+# metadata (`.git/config` can hold credentials, a token in a remote's URL) and the user's
+# protect= globs (a `.env` holds secrets). `Branch.read` itself does not refuse: its caller is
+# the notebook's user, who owns the folder (and could open() the file anyway); the tools are
+# where an outside agent comes in.
+def refuse_protected(protection: Protection, root: str, path: RelPath, tool: str) -> None:
+    """PathError when `path` is protected, by its name or by where it leads in the user's
+    folder (a link `meta -> .git`, `settings -> .env`)."""
+    found = protecting(protection, root, path)
+    if found is None:
+        return
+    rule, target = found
+    what = "it is" if target == path else f"it leads to {target!r}, which is"
+    raise PathError(f"{tool}: {path!r} is refused: {what} protected ({rule}), and agents may "
+                    "not read protected paths (they can hold credentials: a token in "
+                    ".git/config's remote URL, a .env's secrets)")  # fmt: skip
+
+
+def protecting(protection: Protection, root: str, path: RelPath) -> tuple[str, RelPath] | None:
+    """(what protects it, the protected path) for `path` itself or, when `path` is not
+    protected by name, the path it leads to in the user's folder; None when neither is."""
+    folder = os.path.isdir(os.path.join(root, path))  # `secrets/` protects the folder too
+    rule = protection.rule(path, folder)
+    if rule is not None:
+        return rule, path
     resolved = relative_to(os.path.realpath(os.path.join(root, path)), root)
-    part = vcs_part(path) or (vcs_part(resolved) if resolved is not None else None)
-    if part is not None:
-        raise PathError(f"{tool}: {path!r} is refused: version-control metadata ({part}) is not "
-                        "readable by agents (.git/config can hold credentials in remote URLs); "
-                        "the diff tool shows the branch's changes")  # fmt: skip
+    rule = None if resolved is None else protection.rule(resolved, folder)
+    return None if rule is None or resolved is None else (rule, resolved)
 
 
 def is_file(root: str, files: Mapping[RelPath, bytes | None], path: RelPath) -> bool:
@@ -504,7 +553,7 @@ def is_file(root: str, files: Mapping[RelPath, bytes | None], path: RelPath) -> 
     return bool(path) and os.path.isfile(os.path.join(root, path))
 
 
-def folder_entries(root: str, folder: RelPath) -> dict[str, str] | None:
+def folder_entries(root: str, folder: RelPath) -> dict[str, shapes.Kind] | None:
     """name -> kind of a folder in the user's folder; None when it is not a folder there."""
     full = os.path.join(root, folder)
     real = os.path.realpath(full)
@@ -516,14 +565,14 @@ def folder_entries(root: str, folder: RelPath) -> dict[str, str] | None:
         return {e.name: _kind(e) for e in scan}
 
 
-def _kind(entry: os.DirEntry[str]) -> str:
+def _kind(entry: os.DirEntry[str]) -> shapes.Kind:
     if entry.is_symlink():
         return "symlink"
     return "dir" if entry.is_dir() else "file"
 
 
 def entries(
-    found: Mapping[str, str] | None, files: Mapping[RelPath, bytes | None], folder: RelPath
+    found: Mapping[str, shapes.Kind] | None, files: Mapping[RelPath, bytes | None], folder: RelPath
 ) -> list[shapes.Entry]:
     """A folder's listing: the user's entries with a branch's staged files laid over them."""
     kinds = dict(found or {})

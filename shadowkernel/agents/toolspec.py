@@ -2,9 +2,11 @@
 
 A method of the tool table becomes a tool with `@tool(hints, param="description", ...)`;
 `spec_of(method)` reads it back as a `ToolSpec` (the signature gives the types and defaults,
-the docstring the description). Every parameter the model fills must be described, or the
-table does not import. Keyword-only parameters are the host's (a cancel event, a progress
-callback): they never reach a schema. Pure: no MCP types, no I/O; the MCP server and a
+the docstring the description, the return type, a TypedDict of `agents/shapes.py`, the
+output schema). Every parameter the model fills, and every field of a result, must be
+described (a field as `Annotated[type, Doc("...")]`), or `spec_of` refuses the tool.
+Keyword-only parameters are the host's (a cancel event, a progress callback): they never
+reach a schema. Pure: no MCP types, no I/O; the MCP server and a
 tool-calling agent (OpenAI, Anthropic) derive their schemas from the same `ToolSpec`.
 """
 
@@ -15,7 +17,9 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+
+from typing_extensions import Doc, is_typeddict
 
 F = TypeVar("F", bound=Callable[..., Any])
 REQUIRED = inspect.Parameter.empty
@@ -93,6 +97,10 @@ class ToolSpec:
             "additionalProperties": False,
         }
 
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema of the result, each field described (MCP's `outputSchema`)."""
+        return json_schema(self.result)
+
     def openai(self) -> dict[str, Any]:
         """The tool as OpenAI's chat completions API takes it in `tools`."""
         return {"type": "function", "function": {
@@ -141,16 +149,25 @@ def spec_of(method: Callable[..., Any], name: str | None = None) -> ToolSpec:
     description = inspect.cleandoc(method.__doc__ or "")
     if not description:
         raise TypeError(f"tool {name}: no description (docstring)")
-    return ToolSpec(name, " ".join(description.split()), tuple(params), hints,
+    spec = ToolSpec(name, " ".join(description.split()), tuple(params), hints,
                     types_of.get("return"), tuple(host))  # fmt: skip
+    try:
+        spec.output_schema()  # every field described, every type one a schema says
+    except TypeError as error:
+        raise TypeError(f"tool {name}: its result: {error}") from None
+    return spec
 
 
 def json_schema(annotation: Any) -> dict[str, Any]:
-    """The JSON schema of the few types tool parameters use."""
+    """The JSON schema of the few types tool parameters and results use."""
     simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
     if annotation in simple:
         return {"type": simple[annotation]}
+    if is_typeddict(annotation):
+        return object_schema(annotation)
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return json_schema(args[0])
     if origin in (types.UnionType, typing.Union) and type(None) in args:
         (inner,) = (a for a in args if a is not type(None))
         return {"anyOf": [json_schema(inner), {"type": "null"}]}
@@ -158,4 +175,28 @@ def json_schema(annotation: Any) -> dict[str, Any]:
         return {"type": "array", "items": json_schema(args[0])}
     if origin is typing.Literal:
         return {"enum": list(args)}
-    raise TypeError(f"no JSON schema for parameter type {annotation!r}")
+    raise TypeError(f"no JSON schema for type {annotation!r}")
+
+
+def object_schema(typed: Any) -> dict[str, Any]:
+    """A TypedDict's JSON schema: its name, each field with its `Doc` description."""
+    fields = typing.get_type_hints(typed, include_extras=True)
+    properties = {}
+    for name, annotation in fields.items():
+        said = doc(annotation)
+        if said is None:
+            raise TypeError(f"field {typed.__name__}.{name} has no description "
+                            "(Annotated[type, Doc('...')])")  # fmt: skip
+        properties[name] = {**json_schema(annotation), "description": said}
+    required = [name for name in fields if name in typed.__required_keys__]
+    # The title names the shape: clients that make types of schemas (FastMCP's) name them so.
+    return {"type": "object", "title": typed.__name__, "properties": properties,
+            "required": required}  # fmt: skip
+
+
+def doc(annotation: Any) -> str | None:
+    """The description an `Annotated[type, Doc("...")]` carries, or None."""
+    if typing.get_origin(annotation) is not Annotated:
+        return None
+    found = [m.documentation for m in annotation.__metadata__ if isinstance(m, Doc)]
+    return found[0] if found else None
