@@ -59,6 +59,18 @@ def text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
+def schema_fields(schema: dict[str, Any], where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(dotted name, schema) of every object property at any depth of a JSON schema (array
+    items and anyOf options included): what a host shows of a tool's output schema."""
+    for name, prop in schema.get("properties", {}).items():
+        yield f"{where}.{name}", prop
+        yield from schema_fields(prop, f"{where}.{name}")
+    if "items" in schema:
+        yield from schema_fields(schema["items"], f"{where}[]")
+    for option in schema.get("anyOf", []):
+        yield from schema_fields(option, where)
+
+
 def _info(name: str) -> Implementation:
     return Implementation(name=name, version="1.0")
 

@@ -1,8 +1,8 @@
 """The tool table as an MCP server (the official SDK's `MCPServer`), and its one error edge.
 
 Each tool is registered from its `ToolSpec` (agents/toolspec.py): the description, the
-described input schema and the hints (MCP's annotations) come from the table, the output
-schema from the result's TypedDict. A call runs the table's method on a worker thread;
+described input schema, the described output schema (from the result's TypedDict) and the
+hints (MCP's annotations) come from the table. A call runs the table's method on a worker thread;
 a cancelled request (`notifications/cancelled`, stdin's EOF, an HTTP client that drops the
 request's connection or its session) sets the call's cancel event, which kills a run and
 frees its place in the queue. Errors the caller can fix
@@ -11,7 +11,8 @@ anything else is a bug, logged with its traceback and answered with the SDK's ge
 failure. Either way the server stays up. A middleware tags every request with the client's
 name (from its `initialize`), so the workspace's timeline records which agent asked. A long
 call sends progress (elapsed seconds, and a run's latest output) when the client gave a
-progressToken; the package's warnings during a call go to its client as log messages.
+progressToken. The package's warnings go to stderr (the server's log), not to the client:
+MCP's logging capability is deprecated (SEP-2577, 2026-07-28), stderr its migration target.
 
 Not used, on purpose: tasks (2025-11-25 only, an extension since; a run is bounded by its
 timeout, cancellable and reports progress, and hosts do not poll tasks) and resources (hosts
@@ -25,7 +26,6 @@ import contextvars
 import functools
 import importlib.metadata
 import inspect
-import logging
 import threading
 import time
 import types
@@ -128,8 +128,8 @@ def build_server(tools: Tools, name: str = "shadowkernel") -> MCPServer[Any]:
                     tools=registered)  # fmt: skip
     server.withheld = {n: tools.withheld(n) for n in TOOL_NAMES if n not in tools.names()}
     server.specs = {spec.name: spec for spec in tools.specs()}
-    # The logging capability (protocol <= 2025-11-25; later ones ask per request): the
-    # package's warnings during a call reach its client as log notifications.
+    # Clients of protocols <= 2025-11-25 may still set a log level: answered, though no log
+    # notification is sent (the capability is deprecated; warnings go to stderr).
     server._lowlevel_server.add_request_handler(  # noqa: SLF001 - no public way to add it
         "logging/setLevel", SetLevelRequestParams, _set_level)  # fmt: skip
     server.middleware.append(_tag_client)
@@ -144,7 +144,7 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
         given = {"cancel": cancel, "on_output": tail.add}
         host = {name: given[name] for name in spec.host if name in given}
         work = functools.partial(outcome, functools.partial(method, **arguments, **host))
-        with forwarded_warnings() as warned, cancelled_if_dropped(cancel) as scope:
+        with cancelled_if_dropped(cancel) as scope:
             try:
                 result, error = await with_progress(ctx, spec.name, work, tail)
             except anyio.get_cancelled_exc_class():
@@ -152,8 +152,6 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
                 raise
         if scope.cancelled_caught:  # its HTTP client went away: nobody reads this answer
             raise ToolError(f"{spec.name}: the client's connection closed; the call was cancelled")
-        for record in warned:
-            await ctx.log("warning", record.getMessage(), logger_name=record.name)
         if isinstance(error, ShadowError):  # what the caller can correct
             raise ToolError(texts.one_line(error))
         if error is not None:  # a bug: the SDK logs it and answers a generic failure
@@ -168,6 +166,9 @@ def mcp_tool(spec: ToolSpec, method: Any) -> Tool:
                               context_kwarg="ctx", structured_output=True,
                               annotations=hints)  # fmt: skip
     tool.parameters = spec.input_schema()  # the table's schema, exactly as agents see it
+    # The table's output schema too: each field described, which pydantic's (from the same
+    # TypedDict) is not; the SDK still validates each result against the TypedDict.
+    tool.fn_metadata.output_schema = spec.output_schema()
     return tool
 
 
@@ -273,30 +274,6 @@ async def with_progress(ctx: Context, tool: str, work: Callable[[], Any], tail: 
     return answer[0]
 
 
-class _Collect(logging.Handler):
-    """Keeps the warnings it is handed."""
-
-    def __init__(self, records: list[logging.LogRecord]) -> None:
-        super().__init__(logging.WARNING)
-        self.records = records
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@contextlib.contextmanager
-def forwarded_warnings() -> Iterator[list[logging.LogRecord]]:
-    """The package's warnings logged meanwhile (any thread), for the client's log."""
-    records: list[logging.LogRecord] = []
-    handler = _Collect(records)
-    logger = logging.getLogger("shadowkernel")
-    logger.addHandler(handler)
-    try:
-        yield records
-    finally:
-        logger.removeHandler(handler)
-
-
 def signature(spec: ToolSpec) -> inspect.Signature:
     """The call's signature for the SDK's argument checks: the table's parameters and types."""
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -307,8 +284,7 @@ def signature(spec: ToolSpec) -> inspect.Signature:
 
 
 async def _set_level(ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
-    """Clients may ask; only warnings are ever sent, which every level but error and
-    above lets through."""
+    """Clients may ask (the Inspector does); nothing is sent either way."""
     return EmptyResult()
 
 
