@@ -38,6 +38,45 @@ def execute(name: str, tmp_path: Path) -> Any:
     return notebook
 
 
+def execute_as_taught(name: str, tmp_path: Path, plan: list[str]) -> Any:
+    """Run the notebook top to bottom but for its last cell (`%shadow close`), then as a
+    teacher who is asked "again?": each entry of `plan` is the start of a code cell, run
+    again; `FROM` before one runs it and every cell after it, `%shadow close` included."""
+    folder = tmp_path / "notebooks"
+    shutil.copytree(REPO / "notebooks", folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    notebook = nbformat.read(folder / name, as_version=4)
+    cells = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    order = cells[:-1]
+    for entry in plan:
+        starts = entry.removeprefix(FROM)
+        at = cells.index(_index(notebook, starts))
+        order += cells[at:] if entry.startswith(FROM) else [cells[at]]
+    client = NotebookClient(notebook, timeout=180, kernel_name="shadowkernel",
+                            resources={"metadata": {"path": str(folder)}})  # fmt: skip
+    with client.setup_kernel():
+        for index in order:
+            client.execute_cell(notebook.cells[index], index)
+    return notebook
+
+
+FROM = "from: "
+
+
+def _index(notebook: Any, starts: str) -> int:
+    found = [i for i, c in enumerate(notebook.cells)
+             if c.cell_type == "code" and c.source.startswith(starts)]  # fmt: skip
+    assert len(found) == 1, f"{len(found)} cells start with {starts!r}"
+    return found[0]
+
+
+def no_tracebacks(notebook: Any) -> None:
+    """No cell shows an error or a traceback (an agent stopped says so in one line)."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            assert output.output_type != "error", (cell.source, output)
+            assert "Traceback" not in output.get("text", ""), (cell.source, output)
+
+
 def outputs(notebook: Any, starts: str) -> list[dict]:
     """The outputs of the one code cell whose source starts with `starts`."""
     cells = [c for c in notebook.cells if c.cell_type == "code" and c.source.startswith(starts)]
@@ -95,16 +134,51 @@ def test_tour(tmp_path: Path) -> None:
 def test_agent_loop(tmp_path: Path) -> None:
     execute("02_agent_loop.ipynb", tmp_path)
     nb = execute("02_agent_loop.ipynb", tmp_path)  # again, on the same folder
+    assert_agents_ended_clean(nb)
+    source = "".join(c.source for c in nb.cells)
+    assert "OpenAIChatAgent" in source and "base_url" in source
+
+
+def assert_agents_ended_clean(nb: Any) -> None:
+    """Both agents ran; the report agent fixed the lint its edit made (F401) and the base's
+    (F821), leaving no lint at all (no I001 either) and a diff of the fix alone."""
     events = timeline(nb)["events"]
     assert {e["branch"] for e in events} == {"report", "stock"}
     turns = text(nb, "import pandas as pd", "text/html")
-    assert "F821" in turns and "F401" in turns
+    assert "F821" in turns and "F401" in turns and "I001" not in turns
     assert "total value: 3.50" in text(nb, "%%shadow_run report")
-    assert "F821" not in text(nb, "%lint report --new-only", "text/html")
+    assert "0 lints, 0 new" in text(nb, "%lint report", "text/html")
     diff = text(nb, "%branch diff report")
-    assert "+import math" not in diff and "stock.value()" in diff
-    source = "".join(c.source for c in nb.cells)
-    assert "OpenAIChatAgent" in source and "base_url" in source
+    assert "stock.value()" in diff and "import" not in diff
+    changed = [line for line in diff.splitlines()
+               if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]  # fmt: skip
+    assert len(changed) == 2, diff  # one line, the fix
+
+
+def test_agent_cell_runs_again_while_its_agents_work(tmp_path: Path) -> None:
+    """A teacher runs the agents' cell twice in a row (its first agents still at work), then
+    the rest: the old agents stop with a line each, the new ones end as on a first run."""
+    agents = "%branch new report --reset"
+    nb = execute_as_taught("02_agent_loop.ipynb", tmp_path, [agents, FROM + agents])
+    no_tracebacks(nb)
+    assert "forked again" in text(nb, agents)
+    assert_agents_ended_clean(nb)
+
+
+def test_tour_cells_run_again(tmp_path: Path) -> None:
+    """A teacher re-runs the two-branch cell, then goes again from the branch's cell down:
+    every cell ends as on a first run, and says what it dropped to start over."""
+    plan = ["import threading", FROM + "%branch new fix"]
+    nb = execute_as_taught("01_tour.ipynb", tmp_path, plan)
+    no_tracebacks(nb)
+    assert "dropped the old one: v4, 3 file(s) touched" in text(nb, "%branch new fix")
+    fixed = [c for c in nb.cells if c.source == "%lint fix"][0].outputs[0].data["text/html"]
+    assert "0 lints, 0 new" in fixed
+    tests = [c for c in nb.cells if c.source.startswith("%%shadow_run fix --timeout 120")]
+    assert "2 passed" in str(tests[-1].outputs)
+    assert "forked again" in text(nb, "import threading")
+    assert "the user's folder is untouched" in text(nb, "assert fingerprint() == before")
+    assert "shadow closed" in text(nb, "%shadow close")
 
 
 def test_tour_failure_names_the_error() -> None:

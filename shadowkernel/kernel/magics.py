@@ -17,10 +17,11 @@ from typing import Any, TypeVar
 
 import pandas as pd
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from ..errors import ShadowError
+from ..errors import ShadowError, StagingError
+from ..text import patches
 from ..workspace.statedir import restored_summary
 from . import live, parsing
 from .display import HoverText, Locations
@@ -73,6 +74,15 @@ def _required(magic: Callable[..., Any], message: str) -> str:
     return f"{head}{found}{', '.join(kept)}"
 
 
+def _need_cell(name: str, words: str, cell: str | None) -> str:
+    """The cell; the line form of a cell magic (registered as a line magic only for its
+    help) is refused."""
+    if cell is None:
+        raise UsageError(f"%%{name} is a cell magic: `%%{name} {words}` as the cell's first "
+                         f"line, the cell's content below it (%%{name}? explains)")  # fmt: skip
+    return cell
+
+
 class _SessionMagics(Magics):
     def __init__(self, shell: Any, session: Session) -> None:
         super().__init__(shell)
@@ -105,13 +115,17 @@ class ShadowMagics(_SessionMagics):
     @line_magic
     @usage_errors
     def shadow(self, line: str) -> Any:
-        """Open, show or close the shadow of a project folder."""
+        """Open, show or close the shadow of a project folder. Opening another one closes
+        the open one (a --in-memory shadow's branches are then gone: it names them)."""
         args = _args(self.shadow, line)
         if args.action == "open":
             if not args.path:
                 raise UsageError("%shadow open needs PATH, the project folder to shadow")
+            gone = _in_memory_branches(self.session.workspace)
             ws = self.session.open(args.path, args.servers, args.lanes, args.mode,
                                    in_memory=args.in_memory)  # fmt: skip
+            if gone:
+                print(f"closed the previous shadow; its in-memory branches are gone: {gone}")
             print(f"shadow of {ws.root} open with {', '.join(ws.servers)} (as `ws`)")
             print(f"mode: {ws.mode} ({ws.mode_reason})")
             print(restored_summary(ws.restored, ws.state_dir))
@@ -140,6 +154,14 @@ class ShadowMagics(_SessionMagics):
               f"%shadow mcp --stop ends it)\n\n{snippets}")  # fmt: skip
 
 
+def _in_memory_branches(ws: Any) -> str:
+    """The branches opening another shadow forgets ('fix (v4), other (v1)'), or '': only an
+    in-memory workspace's (a durable one's are kept and come back when it opens again)."""
+    if ws is None or ws.closed or ws.state_dir is not None:
+        return ""
+    return ", ".join(f"{name} (v{b.version})" for name, b in ws.branches.items())
+
+
 @magics_class
 class BranchMagics(_SessionMagics):
     """Create, list, diff, accept and drop branches."""
@@ -150,15 +172,22 @@ class BranchMagics(_SessionMagics):
     @argument("--scratch", action="store_true",
               help="diff: also list what runs wrote to the branch's scratch layer (which "
                    "accept leaves out; %%%%shadow_run --keep stages it instead)")  # fmt: skip
+    @argument("--reset", action="store_true",
+              help="new: if NAME exists, drop it (its versions, scratch and runs) and fork "
+                   "it again, saying what was dropped: a cell that starts a branch runs "
+                   "again from the same start")  # fmt: skip
     @line_magic
     @usage_errors
     def branch(self, line: str) -> Any:
-        """new NAME forks from the user's files; accept NAME writes them (the only magic that
-        does); diff NAME shows the edits (--scratch: and what runs wrote); drop NAME forgets
-        them; list shows all branches."""
+        """new NAME forks from the user's files (an existing NAME is refused, its work kept,
+        unless --reset); accept NAME writes them (the only magic that does); diff NAME shows
+        the edits (--scratch: and what runs wrote); drop NAME forgets them; list shows all
+        branches."""
         args = _args(self.branch, line)
         if args.scratch and args.action != "diff":
             raise UsageError("--scratch goes with %branch diff NAME")
+        if args.reset and args.action != "new":
+            raise UsageError("--reset goes with %branch new NAME")
         if args.action == "list":
             if args.name:
                 raise UsageError(f"%branch list takes no NAME (got {args.name!r})")
@@ -166,12 +195,7 @@ class BranchMagics(_SessionMagics):
         if not args.name:
             raise UsageError(f"%branch {args.action} needs NAME")
         if args.action == "new":
-            ws = self.session.require()
-            if args.name in ws.branches:
-                raise UsageError(f"branch {args.name!r} exists: use it as it is, or "
-                                 f"%branch drop {shlex.quote(args.name)} first")  # fmt: skip
-            branch = ws.branch(args.name)
-            print(f"branch {branch.name!r} forked from {branch.workspace.root}")
+            self._new(args.name, args.reset)
             return None
         branch = self.session.branch(args.name)
         if args.action == "diff":
@@ -184,6 +208,31 @@ class BranchMagics(_SessionMagics):
         print(f"accepted {args.name!r}: wrote {list(done.written)}, deleted {list(done.deleted)}"
               f", merged {list(done.merged)}")  # fmt: skip
         return None
+
+    def _new(self, name: str, reset: bool) -> None:
+        """Fork NAME; an existing NAME is dropped first only when asked (--reset), since its
+        versions may hold work no one has looked at yet."""
+        ws = self.session.require()
+        old = ws.branches.get(name)
+        if old is not None and not reset:
+            quoted = shlex.quote(name)
+            raise UsageError(f"branch {name!r} exists ({_work(old)}): use it as it is, "
+                             f"%branch new {quoted} --reset to drop it and fork it again, or "
+                             f"%branch drop {quoted}")  # fmt: skip
+        if old is None:
+            ws.branch(name)
+            print(f"branch {name!r} forked from {ws.root}")
+            return
+        dropped = _work(old)
+        old.drop()
+        ws.branch(name)
+        print(f"branch {name!r} forked again from {ws.root} (dropped the old one: {dropped})")
+
+
+def _work(branch: Any) -> str:
+    """What a branch holds, in a few words: `v3, 2 file(s) touched` or `v0, no edits`."""
+    touched = len(branch.files)
+    return f"v{branch.version}, {f'{touched} file(s) touched' if touched else 'no edits'}"
 
 
 def _branch_table(ws: Any) -> pd.DataFrame:
@@ -207,26 +256,73 @@ class StageMagics(_SessionMagics):
         "the cell is search/replace blocks for PATH, each: a line '<<<<<<< SEARCH', the old "
         "lines (must occur exactly once), a line '=======', the new lines, a line "
         "'>>>>>>> REPLACE'; applied in order, all or nothing"))  # fmt: skip
-    @cell_magic
+    @line_cell_magic  # a cell magic; also a line one so that `%stage?` finds its help
     @usage_errors
-    def stage(self, line: str, cell: str) -> None:
+    def stage(self, line: str, cell: str | None = None) -> None:
         """Stage the cell on BRANCH: the new content of PATH (default), a unified diff
-        (--patch) or search/replace blocks (--replace). Each staging makes a new version."""
+        (--patch) or search/replace blocks (--replace). Each staging makes a new version. A
+        --patch or --replace cell run again, its edit already in the branch, says so."""
+        cell = _need_cell("stage", "BRANCH PATH", cell)
         args = _args(self.stage, line)
         branch = self.session.branch(args.branch)
         if args.patch and args.replace:
             raise UsageError("give --patch or --replace, not both")
         if args.patch:
-            version = branch.apply_patch(cell)
+            version = _patched(branch, cell)
         elif not args.path:
             raise UsageError("%%stage needs PATH (the file to write) unless --patch")
         elif args.replace:
-            blocks = parsing.parse_blocks(cell)
-            version = branch.write(args.path, parsing.apply_blocks(branch.read(args.path),
-                                                                   blocks, args.path))  # fmt: skip
+            version = branch.write(args.path, _replaced(branch, args.path, cell))
         else:
             version = branch.write(args.path, cell)
         print(f"{branch.name} v{version}: {branch.versions[-1].op}")
+
+
+def _patched(branch: Any, cell: str) -> int:
+    """Apply the cell's unified diff to BRANCH. A diff that is applied already (it applies
+    backwards) says so, as `_replaced` does for blocks."""
+    try:
+        return branch.apply_patch(cell)
+    except StagingError:
+        if not _applies_backwards(branch, cell):
+            raise
+    quoted = shlex.quote(branch.name)
+    raise StagingError(f"patch: applied already in branch {branch.name!r} (v{branch.version}): "
+                       "its new lines are there, its removed ones are not; did this cell run "
+                       f"before? %branch new {quoted} --reset starts the branch over")  # fmt: skip
+
+
+def _applies_backwards(branch: Any, patch: str) -> bool:
+    """Whether every file of `patch` is one it edits (not creates, deletes or renames) and
+    the patch applies in reverse to the branch's text of it."""
+    try:
+        files = patches.parse_patch(patch)
+        for file in files:
+            if file.old_path is None or file.old_path != file.new_path:
+                return False
+            back = [patches.Hunk(h.old_start, h.new, h.old, h.header) for h in file.hunks]
+            patches.apply_hunks(branch.read(file.path), back, file.path)
+    except ShadowError:
+        return False
+    return bool(files)
+
+
+def _replaced(branch: Any, path: str, cell: str) -> str:
+    """PATH's text in BRANCH with the cell's search/replace blocks applied. Blocks that are
+    applied already (each REPLACE text in the file, no SEARCH text) say so: a cell run again
+    is the likely cause, and "does not occur" alone sends the user hunting for a typo."""
+    blocks = parsing.parse_blocks(cell)
+    text = branch.read(path)
+    try:
+        return parsing.apply_blocks(text, blocks, path)
+    except StagingError:
+        if not all(b.replace and b.replace in text and b.search not in text for b in blocks):
+            raise
+    quoted = shlex.quote(branch.name)
+    raise StagingError(f"{path}: the blocks are applied already in branch {branch.name!r} "
+                       f"(v{branch.version}): each REPLACE text is there, no SEARCH text is; "
+                       f"did this cell run before? %branch new {quoted} --reset starts the "
+                       "branch over")  # fmt: skip
 
 
 @magics_class
@@ -307,15 +403,16 @@ class RunMagics(_SessionMagics):
     @argument("--keep", action="store_true",
               help="stage what the run wrote under the project as the branch's next version "
                    "(a formatter, a codemod, generated code)")  # fmt: skip
-    @cell_magic
+    @line_cell_magic  # a cell magic; also a line one so that `%shadow_run?` finds its help
     @usage_errors
-    def shadow_run(self, line: str, cell: str) -> Any:
+    def shadow_run(self, line: str, cell: str | None = None) -> Any:
         """Run the cell (a shell command, or Python with --python) inside the shadow at
         BRANCH's version. Returns the RunResult (stdout, stderr, exit code, written files).
         What the run writes goes to the branch's scratch layer: later runs see it, but lints,
         %branch diff and %branch accept do not (%branch diff NAME --scratch lists it); with
         --keep it becomes the branch's next version instead. Interrupting the cell kills the
         run and shows what it printed so far."""
+        cell = _need_cell("shadow_run", "BRANCH", cell)
         args = _args(self.shadow_run, line)
         branch = self.session.branch(args.branch)
         if args.timeout <= 0:

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
@@ -42,6 +42,12 @@ class Interrupted(Exception):
         self.result = result
 
 
+def _close_once_open(opening: Future[Workspace]) -> None:
+    """Close the workspace `opening` gives, once it opened (if it fails, nothing is open)."""
+    with contextlib.suppress(Exception):
+        opening.result().close()
+
+
 class Session:
     """One per shell: `%shadow open` puts its workspace here and into the namespace as `ws`."""
 
@@ -53,6 +59,7 @@ class Session:
         self.mcp: Any = None  # the HttpServer of `%shadow mcp`, while it serves
         self._agent_ended = threading.Condition()
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="shadowkernel-call")
+        self._abandoned: list[Future[None]] = []  # closing the workspaces of interrupted opens
 
     # -- the workspace ------------------------------------------------------------------------
 
@@ -60,25 +67,47 @@ class Session:
              in_memory: bool = False) -> Workspace:  # fmt: skip
         """A new shadow of `path`; the previous one closes only once this one is open. Of the
         same folder, it closes first (one workspace at a time holds the folder's durable
-        branches) and opens again as it was, its branches restored, if the new one fails.
+        branches) and opens again as it was, its branches restored, if the new one fails
+        (not when the user interrupts the open: the next open restores them).
         `in_memory`: branches in this kernel only (`state=None`), none restored or kept."""
+        self._settle_abandoned()
         old = self.workspace
         state: dict[str, Any] = {"state": None} if in_memory else {}
         if old is None or old.root != os.path.realpath(path):
-            workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode,
-                                  **state)  # fmt: skip
+            workspace = self._construct(path, servers=servers, lanes=lanes, mode=mode, **state)
         else:
             again = {"servers": old.servers, "lanes": len(old.shadows), "mode": old.mode,
                      **({"state": None} if old.state_dir is None else {})}  # fmt: skip
             self.close()
             try:
-                workspace = self.call(Workspace, path, servers=servers, lanes=lanes, mode=mode,
-                                      **state)  # fmt: skip
+                workspace = self._construct(path, servers=servers, lanes=lanes, mode=mode,
+                                            **state)  # fmt: skip
+            except KeyboardInterrupt:
+                raise  # the user stopped opening: not the moment to open the old one again
             except BaseException:
-                self._install(self.call(Workspace, old.root, **again))
+                self._install(self._construct(old.root, **again))
                 raise
         self.close()
         return self._install(workspace)
+
+    def _construct(self, path: str, **options: Any) -> Workspace:
+        """Workspace(path, **options), its wait interruptible. An interrupted open goes on in
+        its helper thread, and the workspace it opens is closed there: left open it would
+        hold a mount, servers and the folder's durable branches that no name refers to, and
+        the next %shadow open of the folder would be refused as a second holder."""
+        opening = self._pool.submit(Workspace, path, **options)
+        try:
+            return wait(opening)
+        except KeyboardInterrupt:
+            self._abandoned.append(self._pool.submit(_close_once_open, opening))
+            raise
+
+    def _settle_abandoned(self) -> None:
+        """Wait (interruptibly) until the workspaces of interrupted opens are closed."""
+        while self._abandoned:
+            with contextlib.suppress(Exception):
+                wait(self._abandoned[0])
+            self._abandoned.pop(0)
 
     def _install(self, workspace: Workspace) -> Workspace:
         self.workspace = workspace
