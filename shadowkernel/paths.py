@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NewType
+from typing import TYPE_CHECKING, NewType
 
 from .errors import PathError
+
+if TYPE_CHECKING:
+    import tarfile
 
 RelPath = NewType("RelPath", str)
 
@@ -95,14 +98,23 @@ class Protection:
 
         self._spec = pathspec.GitIgnoreSpec.from_lines(self.globs)
 
-    def reason(self, path: RelPath) -> str | None:
-        """Why `path` is protected, or None when an agent may change it."""
+    def rule(self, path: RelPath, folder: bool = False) -> str | None:
+        """What protects `path`, as a message names it ("version-control metadata (.git)",
+        "the protect= glob '.env'"), or None when nothing does. A `folder` also matches the
+        globs only folders match (`secrets/`)."""
         part = vcs_part(path)
         if part is not None:
-            return f"version-control metadata ({part}) is read-only to agents"
-        if self.globs and self._spec.match_file(path):
-            return "it matches the workspace's protect= globs"
+            return f"version-control metadata ({part})"
+        if self.globs:
+            found = self._spec.check_file(f"{path}/" if folder and path else path)
+            if found.include and found.index is not None:
+                return f"the protect= glob {self._spec.patterns[found.index].pattern!r}"
         return None
+
+    def reason(self, path: RelPath) -> str | None:
+        """Why `path` is protected, or None when an agent may change it."""
+        rule = self.rule(path)
+        return None if rule is None else f"{rule} is read-only to agents"
 
     def check(self, paths: Iterable[RelPath], doing: str) -> None:
         """PathError naming the first protected path of `paths`."""
@@ -133,3 +145,31 @@ class Protection:
             why = self.link_reason(path, target)
             if why is not None:
                 raise PathError(f"{doing}: {path!r} is refused ({why}); nothing was changed")
+
+
+def extract_tar(archive: tarfile.TarFile, into: str | os.PathLike[str]) -> None:
+    """Extract `archive` below `into` as tarfile's 'data' filter does: no member, and no
+    link, may land outside it, and no device file. Pythons before 3.11.4 (Debian 12's
+    3.11.2) lack the filter: the same checks by hand, then a plain extract."""
+    import tarfile  # here: most users of this module never unpack anything
+
+    if hasattr(tarfile, "data_filter"):
+        try:
+            archive.extractall(into, filter="data")
+        except tarfile.FilterError as error:
+            raise PathError(f"archive member {error.tarinfo.name!r}: {error}; not "
+                            "extracted") from None  # fmt: skip
+        return
+    top = os.path.realpath(into)
+    for member in archive.getmembers():
+        where = os.path.realpath(os.path.join(top, member.name))
+        if member.issym():
+            leads = os.path.realpath(os.path.join(os.path.dirname(where), member.linkname))
+        elif member.islnk():
+            leads = os.path.realpath(os.path.join(top, member.linkname))
+        else:
+            leads = where
+        if not (is_within(where, top) and is_within(leads, top)) or member.isdev():
+            raise PathError(f"archive member {member.name!r} would land outside {top} (or is "
+                            "a device file): not extracted")  # fmt: skip
+    archive.extractall(top)  # every member checked above

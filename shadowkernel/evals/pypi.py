@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import userdirs
 from ..errors import ArgumentError, NotFound
+from ..paths import extract_tar
 
 INDEX = "https://pypi.org/pypi"
 
@@ -43,7 +44,12 @@ def sdist(name: str, version: str, cache: Path | None = None) -> Path:
 
 def unpack(name: str, version: str, into: Path, cache: Path | None = None) -> Path:
     """A fresh copy of the sdist's tree under `into`; returns the project's top folder."""
-    archive = sdist(name, version, cache)
+    return unpack_archive(sdist(name, version, cache), into)
+
+
+def unpack_archive(archive: Path, into: Path) -> Path:
+    """An sdist's tree (.tar.gz or .zip) under `into`, nothing outside it; returns the
+    project's top folder."""
     into.mkdir(parents=True, exist_ok=True)
     if archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as z:
@@ -51,7 +57,7 @@ def unpack(name: str, version: str, into: Path, cache: Path | None = None) -> Pa
             top = z.namelist()[0].split("/")[0]
     else:
         with tarfile.open(archive) as t:
-            t.extractall(into, filter="data")
+            extract_tar(t, into)
             top = t.getnames()[0].split("/")[0]
     return into / top
 

@@ -16,9 +16,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import ShadowError
 from . import kernelspec
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+PACKAGE = Path(__file__).resolve().parents[1]
+# The demo notebooks: beside the package in a checkout, inside it in an installed wheel
+# (pyproject's force-include), where `lab` serves a copy of them (see `served_notebooks`).
+INSTALLED = PACKAGE / "notebooks"
+NOTEBOOKS = PACKAGE.parent / "notebooks" if (PACKAGE.parent / "notebooks").is_dir() else INSTALLED
 # An extra Jupyter config folder for `shadowkernel lab` only: its page_config disables the
 # announcements plugin (the "get notified about Jupyter news?" popup and update checks), so
 # a demo starts quiet without writing the user's own ~/.jupyter.
@@ -42,6 +47,8 @@ def ensure_kernelspec() -> None:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
+    need_lab("lab", "jupyterlab")
+    args.notebooks = served_notebooks(args.notebooks)
     ensure_kernelspec()
     token = secrets.token_hex(16)
     command = [
@@ -66,6 +73,31 @@ def cmd_lab(args: argparse.Namespace) -> int:
         return process.wait()
 
 
+def need_lab(command: str, *modules: str) -> None:
+    """ShadowError naming the extra to install when `modules` are missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ShadowError(f"shadowkernel {command} needs {' and '.join(missing)}: "
+                          "pip install 'shadowkernel[lab]'")  # fmt: skip
+
+
+def served_notebooks(folder: Path) -> Path:
+    """The folder `lab` serves: the installed package's notebooks are copied once into
+    ./shadowkernel-notebooks, so a user's saves (and the demos' runs) land in a folder of
+    theirs, not in site-packages."""
+    if folder.resolve() != INSTALLED.resolve():
+        return folder
+    copy = Path.cwd() / "shadowkernel-notebooks"
+    if not copy.exists():
+        import shutil
+
+        shutil.copytree(INSTALLED, copy)
+        print(f"copied the demo notebooks to {copy}")
+    return copy
+
+
 def lab_environment() -> dict[str, str]:
     """This environment with LAB_CONFIG first on JUPYTER_CONFIG_PATH."""
     extra = os.environ.get("JUPYTER_CONFIG_PATH")
@@ -74,6 +106,7 @@ def lab_environment() -> dict[str, str]:
 
 
 def cmd_tour(args: argparse.Namespace) -> int:
+    need_lab("tour", "nbclient", "nbformat")
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError

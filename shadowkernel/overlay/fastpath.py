@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .. import userdirs
 from ..errors import OverlayError
+from ..paths import extract_tar
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ def _download(python: str, work: Path) -> Path:
     _run([*_pip(python), *args], "downloading pyfuse3's sdist")
     (archive,) = work.glob("pyfuse3-*.tar.gz")
     with tarfile.open(archive) as tar:
-        tar.extractall(work, filter="data")
+        extract_tar(tar, work)
     return work / f"pyfuse3-{PYFUSE3_VERSION}"
 
 
