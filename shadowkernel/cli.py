@@ -16,18 +16,20 @@ reported lints (like ruff); `run` exits with the command's status (124 at the ti
 `--prune`, deletes those whose folder is gone.
 
 Each subcommand is a `cmd_*` function over the public API; a `ShadowError` becomes a one-line
-message and exit status 2, never a traceback.
+message and exit status 2, never a traceback. Ctrl-C, SIGTERM and SIGHUP unwind like Ctrl-C
+(what the command opened closes: runs, mounts, temporary folders) and exit 128+signal.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import ShadowError
@@ -39,19 +41,40 @@ if TYPE_CHECKING:
 def cmd_mount(args: argparse.Namespace) -> int:
     from .overlay.shadow import Shadow
 
+    _check_mountpoint(args.mountpoint)
+    made = not os.path.lexists(args.mountpoint)  # Shadow makes a missing one; we remove it
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
-    with Shadow(args.source, args.mountpoint) as shadow:
-        print(
-            f"shadow of {shadow.source} mounted at {shadow.mountpoint}; Ctrl-C unmounts", flush=True
-        )
-        while not stop.wait(0.5):
-            if not shadow.alive:
-                print("the overlay process exited; the mount was detached", file=sys.stderr)
-                return 1
+    try:
+        with Shadow(args.source, args.mountpoint) as shadow:
+            print(f"shadow of {shadow.source} mounted at {shadow.mountpoint}; Ctrl-C unmounts",
+                  flush=True)  # fmt: skip
+            while not stop.wait(0.5):
+                if not shadow.alive:
+                    print("the overlay process exited; the mount was detached", file=sys.stderr)
+                    return 1
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir(args.mountpoint)
     print("unmounted; the user's folder was not written", flush=True)
     return 0
+
+
+def _check_mountpoint(path: str) -> None:
+    """MNT must be empty: a mount over files (or over another mount, a running shadow's)
+    would hide them until it ends. A missing MNT is made, a file is Shadow's to refuse, and
+    a dead mount (ENOTCONN) is Shadow's to clear."""
+    try:
+        entries = os.listdir(path)
+    except OSError:
+        return
+    if entries or os.path.ismount(path):
+        what = "is a mount point" if os.path.ismount(path) else "is not empty"
+        raise ShadowError(f"mountpoint {path!r} {what}: a shadow mounted there would hide "
+                          "what it holds; give an empty folder (or a new path: one is made)",
+                          )  # fmt: skip
 
 
 def cmd_setup_fuse(args: argparse.Namespace) -> int:
@@ -67,10 +90,11 @@ def cmd_setup_fuse(args: argparse.Namespace) -> int:
 def cmd_lint(args: argparse.Namespace) -> int:
     import json
 
-    from .workspace import Workspace
-
+    if not (args.stage or args.delete or args.path):
+        raise ShadowError("nothing to lint: stage files (--stage PATH=FILE) or name the files "
+                          "of SRC to lint (--path PATH)")  # fmt: skip
     # A throwaway branch: kept in memory only, so the next call starts afresh.
-    with Workspace(args.source, servers=args.server or ["ruff"], state=None) as ws:
+    with _workspace(args.source, servers=args.server or ["ruff"], state=None) as ws:
         branch = _stage(ws.branch("cli"), args)
         table = branch.lint(paths=args.path or None, new_only=args.new_only)
     if args.json:
@@ -82,8 +106,13 @@ def cmd_lint(args: argparse.Namespace) -> int:
     else:
         for row in table.itertuples(index=False):
             mark = " (new)" if _flag(row.new) else ""
-            print(f"{row.path}:{row.line}:{row.column}: {row.code} {row.message}{mark}")
+            print(f"{row.path}:{row.line}:{row.column}: {row.code} {_one_line(row.message)}{mark}")
     return 1 if len(table) else 0
+
+
+def _one_line(message: str) -> str:
+    """A lint's message on one line (ruff's add '\n\nhelp: ...'), so each lint is one line."""
+    return "; ".join(part.strip() for part in message.splitlines() if part.strip())
 
 
 def _flag(value: object) -> bool | None:
@@ -92,24 +121,69 @@ def _flag(value: object) -> bool | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .workspace import Workspace
-
     command = args.cmd
     if not command:
         print("shadowkernel run: give the command after '--'", file=sys.stderr)
         return 2
-    with Workspace(args.source, servers=[], state=None) as ws:
+    with _workspace(args.source, servers=[], state=None) as ws:
         branch = _stage(ws.branch("cli"), args)
+        # The output shows as it comes (a test suite's progress), whole (past the result's cap).
         result = branch.run(command, timeout=args.timeout, network=args.net,
-                            sandbox=not args.no_sandbox)  # fmt: skip
-    sys.stdout.write(result.stdout)
-    sys.stderr.write(result.stderr)
+                            sandbox=not args.no_sandbox, on_output=_echo)  # fmt: skip
     for note in result.notes:
         print(f"shadowkernel run: {note}", file=sys.stderr)
     if result.timed_out:
-        print(f"shadowkernel run: killed at the {args.timeout} s timeout", file=sys.stderr)
         return 124
     return result.exit_code if result.exit_code is not None else 1
+
+
+def _echo(stream: str, chunk: bytes) -> None:
+    """A run's output chunk onto our own stdout or stderr, at once. A closed pipe (`| head`)
+    stops only the echo: the run goes on to its end."""
+    out = sys.stdout if stream == "stdout" else sys.stderr
+    with contextlib.suppress(OSError, ValueError):
+        out.buffer.write(chunk)
+        out.flush()
+
+
+@contextlib.contextmanager
+def _workspace(source: str, **options: Any) -> Iterator[Any]:
+    """A Workspace that closes (its mount, servers, runs and temporary folders go) even when
+    a second Ctrl-C or SIGTERM comes while it does."""
+    from .workspace import Workspace
+
+    ws = Workspace(source, **options)
+    try:
+        yield ws
+    finally:
+        with _stop_signals_ignored():
+            ws.close()
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C's KeyboardInterrupt so that what the command
+    opened closes on the way out instead of the process dying with it mounted."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _raise_stopped(number: int, _frame: object) -> None:
+    raise Stopped(number)
+
+
+@contextlib.contextmanager
+def _stop_signals_ignored() -> Iterator[None]:
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 MCP_DESCRIPTION = """\
@@ -141,7 +215,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from .workspace.statedir import restored_summary
 
     servers = args.servers or default_mcp_servers()
-    _check_pin(args)
+    _check_mcp_arguments(args, servers)
 
     opened: list[Workspace] = []
 
@@ -186,12 +260,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def _save_timeline(opened: list[Any], path: str | None) -> None:
     if path is not None and opened:
-        opened[0].save_timeline(path)
+        try:
+            opened[0].save_timeline(path)
+        except OSError as exc:
+            raise ShadowError(f"--timeline {path!r}: cannot write it: {exc.strerror}") from None
 
 
-def _check_pin(args: argparse.Namespace) -> None:
-    """--stage and --delete go with --branch; FILE '-' would read the protocol's stdin. A
-    missing SRC is said at once (the stdio server opens it while it serves)."""
+def _check_mcp_arguments(args: argparse.Namespace, servers: list[str]) -> None:
+    """What the stdio server would only find while it serves (it opens SRC then, and a tool
+    call says why that failed), or at its very end (--timeline), is said at once."""
+    from pathlib import Path
+
+    from .lsp import registry
+
     if not os.path.isdir(args.source):
         raise ShadowError(f"SRC {args.source!r} is not a folder")
     if (args.stage or args.delete) and args.branch is None:
@@ -200,6 +281,9 @@ def _check_pin(args: argparse.Namespace) -> None:
     if any(spec.endswith("=-") for spec in args.stage):
         raise ShadowError("shadowkernel mcp --stage PATH=-: stdin is the protocol's here; "
                           "give a file")  # fmt: skip
+    if args.timeline is not None and not os.path.isdir(os.path.dirname(args.timeline) or "."):
+        raise ShadowError(f"--timeline {args.timeline!r}: its folder does not exist")
+    registry.resolve_specs(registry.split(servers, Path(args.source))[0], Path(args.source))
 
 
 def default_mcp_servers() -> list[str]:
@@ -212,19 +296,30 @@ def default_mcp_servers() -> list[str]:
 
 
 def _stage(branch, args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """Stage every --stage PATH=FILE (FILE '-' reads stdin) and --delete PATH on `branch`."""
+    """Stage every --stage PATH=FILE (FILE '-' reads stdin) and --delete PATH on `branch`:
+    UTF-8 text as text, anything else (an image, a data file) as bytes."""
     for spec in args.stage:
         path, sep, file = spec.partition("=")
         if not sep or not path or not file:
             raise ShadowError(f"--stage {spec!r}: give PATH=FILE (FILE '-' reads stdin)")
+        data = _read_staged(spec, file)
         try:
-            text = sys.stdin.read() if file == "-" else open(file, encoding="utf-8").read()  # noqa: SIM115
-        except OSError as exc:
-            raise ShadowError(f"--stage {spec!r}: cannot read {file!r}: {exc.strerror}") from None
-        branch.write(path, text)
+            branch.write(path, data.decode("utf-8"))
+        except UnicodeDecodeError:
+            branch.write_bytes(path, data)
     for path in args.delete:
         branch.delete(path)
     return branch
+
+
+def _read_staged(spec: str, file: str) -> bytes:
+    try:
+        if file == "-":
+            return sys.stdin.buffer.read()
+        with open(file, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ShadowError(f"--stage {spec!r}: cannot read {file!r}: {exc.strerror}") from None
 
 
 def _staging_arguments(parser: argparse.ArgumentParser) -> None:
@@ -377,11 +472,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"'{args.command}' takes no command after '--'")
     if hasattr(args, "cmd"):
         args.cmd = [*args.cmd, *command]
+    for stop_signal in STOP_SIGNALS[1:]:  # SIGINT already raises KeyboardInterrupt
+        signal.signal(stop_signal, _raise_stopped)
     try:
         return int(args.run(args))
     except ShadowError as exc:
         print(f"shadowkernel {args.command}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:
+        number = stop.number if isinstance(stop, Stopped) else int(signal.SIGINT)
+        print(f"shadowkernel {args.command}: stopped by {signal.Signals(number).name}; "
+              "what it opened was closed", file=sys.stderr)  # fmt: skip
+        return 128 + number
 
 
 if __name__ == "__main__":
