@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,20 @@ def _temps(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob(".*.sk"))
 
 
+def _until_stopped(pid: int) -> None:
+    """Wait until every thread of `pid` is stopped (state T in /proc): what the folder holds
+    then is what a kill leaves."""
+    while any(_state(task) not in ("T", "t") for task in Path(f"/proc/{pid}/task").iterdir()):
+        time.sleep(0.001)
+
+
+def _state(task: Path) -> str:
+    try:
+        return (task / "stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:  # the thread ended
+        return "T"
+
+
 def _kill_mid_accept(root: Path, state: Path) -> int:
     """Start a child that stages big files and accepts them; SIGKILL it while a temp file of
     the accept is in the folder (it is stopped first, so the check and the kill see one
@@ -62,6 +77,7 @@ def _kill_mid_accept(root: Path, state: Path) -> int:
         while child.poll() is None:
             if _temps(root / "more_itertools"):
                 os.kill(child.pid, signal.SIGSTOP)
+                _until_stopped(child.pid)  # a signal lands later than kill() returns
                 left = _temps(root / "more_itertools")
                 if left:
                     child.kill()
