@@ -158,7 +158,7 @@ class LanguageClient:
         self._tasks: list[asyncio.Task[Any]] = []
         assert process.stdout is not None and process.stdin is not None
         self.endpoint = Endpoint(spec.name, process.stdout, process.stdin, self._on_request,
-                                 self._on_notification, self.cpu_seconds)  # fmt: skip
+                                 self._on_notification, self)  # fmt: skip
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -363,7 +363,7 @@ class LanguageClient:
     async def wait_for_registration(self, method: str, timeout: float) -> None:
         """Until the server registers `method` (dynamically), for at most `timeout` seconds."""
         with contextlib.suppress(TimeoutError):  # a server starting up works: patiently
-            await patiently(self._registration(method), timeout, self.cpu_seconds)
+            await patiently(self._registration(method), timeout, self)
 
     async def _registration(self, method: str) -> None:
         while not self.registered(method):
@@ -418,13 +418,35 @@ class LanguageClient:
         return sum(_rss(pid) for pid in _process_tree(self.process.pid))
 
     def cpu_seconds(self) -> float:
-        """CPU time the server and its child processes used so far: growing while it works.
+        """CPU time the server and its child processes (running or ended) used so far:
+        growing while it works.
         Walked at most every CPU_READ_EVERY seconds: each request reads it (patience.py), and
         a walk of /proc cost ruff's answers 0.13 ms each."""
         now = time.monotonic()
         if now - self._cpu_read[0] >= CPU_READ_EVERY:
             self._cpu_read = (now, sum(_cpu_seconds(p) for p in _process_tree(self.process.pid)))
         return self._cpu_read[1]
+
+    def waiting(self) -> bool:
+        """A thread of the server or of a child process is runnable (waits for a core) or
+        in an uninterruptible wait (the disk, a FUSE read the lane's overlay serves)."""
+        return tree_waiting(self.process.pid)
+
+
+def tree_waiting(pid: int) -> bool:
+    """A thread of `pid` or of its descendants is runnable or in an uninterruptible wait."""
+    return any(
+        _state(task) in (b"R", b"D")
+        for process in _process_tree(pid)
+        for task in Path(f"/proc/{process}/task").glob("*/stat")
+    )
+
+
+def _state(stat: Path) -> bytes:
+    try:
+        return stat.read_bytes().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):  # the thread ended
+        return b""
 
 
 def _process_tree(pid: int) -> list[int]:
@@ -450,7 +472,8 @@ def _cpu_seconds(pid: int) -> float:
             fields = stat.read().rpartition(b")")[2].split()  # the name may hold spaces
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+    # utime, stime, and cutime, cstime: of the children it waited for (a probe it ran)
+    return sum(int(field) for field in fields[11:15]) / _TICKS
 
 
 def _rss(pid: int) -> int:

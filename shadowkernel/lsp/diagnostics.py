@@ -115,7 +115,7 @@ class PushDiagnostics(DiagnosticsMode):
         timeout = client.spec.request_timeout
         published = client.publications.wait(client.uri(path), version, None, mark)
         try:
-            return await patiently(published, timeout, client.cpu_seconds)
+            return await patiently(published, timeout, client)
         except TimeoutError as error:
             doing = f"publish diagnostics for {path!r} version {version}"
             raise ServerError(

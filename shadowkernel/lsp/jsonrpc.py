@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ServerError
-from .patience import Idle, StillWorking, patiently
+from .patience import Idle, StillWorking, Worker, patiently
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +92,12 @@ class Endpoint:
         writer: asyncio.StreamWriter,
         on_request: RequestHandler,
         on_notification: NotificationHandler,
-        cpu: Callable[[], float] | None = None,
+        server: Worker | None = None,
     ) -> None:
-        """`cpu`: the server's CPU seconds so far, which tells a slow answer from a lost one
+        """`server`: its processes, watched to tell a slow answer from a lost one
         (patience.py); without it a request's timeout is a fixed deadline."""
         self.name = name
-        self.cpu = cpu
+        self.server = server
         self._reader = reader
         self._writer = writer
         self._on_request = on_request
@@ -125,7 +125,8 @@ class Endpoint:
         try:
             message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
             await self._send(message)
-            return await patiently(asyncio.shield(future), timeout, self.cpu if patient else None)
+            watched = self.server if patient else None
+            return await patiently(asyncio.shield(future), timeout, watched)
         except TimeoutError as error:
             await self._cancel(request_id)
             why = unanswered(error, f"answer {method}", timeout)
