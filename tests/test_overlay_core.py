@@ -14,6 +14,7 @@ from overlay_helpers import snapshot
 
 from shadowkernel.errors import PathError
 from shadowkernel.overlay import channel
+from shadowkernel.overlay import store as store_module
 from shadowkernel.overlay.links import confine_link
 from shadowkernel.overlay.lower import Lower
 from shadowkernel.overlay.store import (
@@ -63,7 +64,8 @@ def test_changed_paths_compares_blobs_by_identity_not_bytes() -> None:
 
 
 def test_blob_store_spills_above_its_budget_and_frees_on_release(tmp_path: Path) -> None:
-    store = BlobStore(memory_budget=100, spill_dir=str(tmp_path))
+    """The overlay process's store (`file_per_blob`): a file per spilled blob, gone with it."""
+    store = BlobStore(memory_budget=100, spill_dir=str(tmp_path), file_per_blob=True)
     small, big = store.make(b"a" * 60), store.make(b"b" * 60)
     assert small.data is not None and big.spill is not None
     assert big.bytes() == b"b" * 60 and big.read(10, 5) == b"bbbbb"
@@ -71,6 +73,32 @@ def test_blob_store_spills_above_its_budget_and_frees_on_release(tmp_path: Path)
     del big, small
     gc.collect()
     assert not os.path.exists(spill) and store.in_memory == 0
+
+
+def test_spilled_blobs_share_a_segment_that_goes_with_its_last_blob(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workspace's store appends spilled blobs to a segment file: each reads its own
+    bytes, whole and in parts; a full segment is sealed and goes once its last blob does;
+    closing the store seals the current one."""
+    monkeypatch.setattr(store_module, "SEGMENT", 150)
+    store = BlobStore(memory_budget=0, spill_dir=str(tmp_path))
+    a, b, c = (store.make(bytes([n]) * 60) for n in b"abc")
+    assert a.spill == b.spill != c.spill  # 120 bytes fit a segment of 150; 180 do not
+    assert (a.at, b.at, c.at) == (0, 60, 0)
+    assert [x.bytes() for x in (a, b, c)] == [b"a" * 60, b"b" * 60, b"c" * 60]
+    assert b.read(55, 100) == b"b" * 5 and b.read(60) == b""  # never the next blob's bytes
+    first, second = a.spill, c.spill
+    del a
+    gc.collect()
+    assert os.path.exists(first)  # b still lives in it
+    del b
+    gc.collect()
+    assert not os.path.exists(first) and os.path.exists(second)
+    store.close()
+    del c
+    gc.collect()
+    assert not os.path.exists(second)
 
 
 def test_whiteout_and_blobs_keep_their_identity_across_pickling() -> None:

@@ -38,3 +38,22 @@ def test_a_renamed_spilled_file_stays_readable_in_its_version(tmp_path: Path, st
         b = ws.branch("b")
         b.write("pkg/mod.py", TEXT)  # the same content again: the same or a new blob, readable
         assert b.run("cat pkg/mod.py", mode="fuse").stdout == TEXT
+
+
+def test_blobs_spilled_into_one_segment_read_through_the_mount(tmp_path: Path) -> None:
+    """Past the budget, versions are appended to one spill file at their own offsets: the
+    mount shows each branch its own bytes (the overlay reads each blob's part of the file,
+    never the next one's), as do the versions read back in this process."""
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg/mod.py").write_text("V = 0\n")
+    with sk.Workspace(project, servers=[], mode="fuse", memory_budget=0, state=None) as ws:
+        texts = {f"b{k}": f"V = {k}\n" * (100 + k) for k in range(4)}
+        branches = {name: ws.branch(name) for name in texts}
+        for name, text in texts.items():
+            branches[name].write("pkg/mod.py", text)
+        blobs = [b.versions[-1].manifest["pkg/mod.py"].blob for b in branches.values()]  # type: ignore[union-attr]
+        assert len({b.spill for b in blobs}) == 1 and len({b.at for b in blobs}) == 4
+        for name, text in texts.items():
+            assert branches[name].run("cat pkg/mod.py", mode="fuse").stdout == text
+            assert branches[name].read("pkg/mod.py") == text

@@ -50,4 +50,6 @@ class Contents:
         if blob.data is not None:
             return blob.data[offset : offset + size]
         fd = self._spill_fds.get(blob.spill)  # type: ignore[arg-type]
-        return os.pread(fd, size, offset) if fd is not None else blob.read(offset, size)
+        if fd is None:
+            return blob.read(offset, size)
+        return os.pread(fd, max(0, min(size, blob.size - offset)), blob.at + offset)

@@ -209,8 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     die_with_parent()
     lower = Lower(args.source)
     watch = LowerWatch(lower.root)
-    tree = Tree(lower, BlobStore(args.budget, args.spill), args.alias or args.mountpoint,
-                watch=watch.watch)  # fmt: skip
+    store = BlobStore(args.budget, args.spill, file_per_blob=True)  # handed over, file by file
+    tree = Tree(lower, store, args.alias or args.mountpoint, watch=watch.watch)
     # SHADOWKERNEL_FUSE_OPEN=1 keeps open/release calls even with the patched pyfuse3: the
     # tests run the conformance battery that way too, as stock pyfuse3 would serve it.
     no_open = False if os.environ.get("SHADOWKERNEL_FUSE_OPEN") == "1" else None

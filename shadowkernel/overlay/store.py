@@ -45,6 +45,7 @@ class Blob:
     size: int
     data: bytes | None = None
     spill: str | None = None  # path of a file nobody else writes
+    at: int = 0  # where in `spill` its bytes start (a segment holds many blobs)
 
     def read(self, offset: int = 0, size: int = -1) -> bytes:
         end = self.size if size < 0 else min(self.size, offset + size)
@@ -52,7 +53,7 @@ class Blob:
             return self.data[offset:end]
         assert self.spill is not None
         with open(self.spill, "rb") as f:
-            return os.pread(f.fileno(), end - offset, offset) if end > offset else b""
+            return os.pread(f.fileno(), end - offset, self.at + offset) if end > offset else b""
 
     def bytes(self) -> bytes:
         return self.read()
@@ -69,18 +70,32 @@ class BlobStore:
     """Makes blobs, keeping at most `memory_budget` bytes in memory and spilling the rest.
 
     Spill files live in a private (0700) temporary directory, so the overlay process
-    can read them by path without a copy through the control channel.
+    can read them by path without a copy through the control channel. Blobs spilled by
+    `make` are appended to a segment, a spill file of up to `SEGMENT` bytes that goes when
+    its last blob does: creating a file per blob cost 0.5-1.2 ms of CPU on ext4 (a version
+    of more-itertools' more.py, past the budget), three times staging the version. The
+    overlay process keeps a file per blob (`file_per_blob`): it hands its blobs over, and
+    the taker owns their files.
     """
 
-    def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET, spill_dir: str | None = None):
+    def __init__(
+        self, memory_budget: int = DEFAULT_MEMORY_BUDGET, spill_dir: str | None = None,
+        file_per_blob: bool = False,
+    ) -> None:  # fmt: skip
         self.memory_budget = memory_budget
         self.in_memory = 0
         self._owns_dir = spill_dir is None
         self.spill_dir = spill_dir or new_spill_dir()
+        self.file_per_blob = file_per_blob
         self._lock = threading.Lock()
+        self._segment: Segment | None = None
 
     def close(self) -> None:
         """Remove the spill directory this store made (blobs spilled there become unreadable)."""
+        with self._lock:
+            if self._segment is not None:
+                self._segment.seal()
+                self._segment = None
         if self._owns_dir:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
 
@@ -93,10 +108,26 @@ class BlobStore:
             blob = Blob(_new_id(), len(data), data=bytes(data))
             weakref.finalize(blob, self.account, -len(data))
             return blob
+        if not self.file_per_blob:
+            return self._append(data)
         path = self.spill_path()
         with open(path, "wb") as f:
             f.write(data)
         return self.adopt(path, len(data))
+
+    def _append(self, data: bytes) -> Blob:
+        """A blob spilled into the current segment (a new one when it is full)."""
+        with self._lock:
+            segment = self._segment
+            if segment is None or not segment.fits(len(data)):
+                if segment is not None:
+                    segment.seal()
+                segment = self._segment = Segment(self.spill_path())
+            at = segment.reserve(len(data))
+        segment.write(data, at)
+        blob = Blob(_new_id(), len(data), spill=segment.path, at=at)
+        weakref.finalize(blob, segment.release)
+        return remember(blob)
 
     def adopt(self, path: str, size: int) -> Blob:
         """A blob for a spill file already written; the file goes when the blob does."""
@@ -121,6 +152,56 @@ class BlobStore:
         fd, path = tempfile.mkstemp(dir=self.spill_dir, prefix="blob-")
         os.close(fd)
         return path
+
+
+SEGMENT = 64 * 2**20  # bytes of blobs a segment takes before the next one starts
+
+
+class Segment:
+    """One spill file holding many blobs, appended to; it goes once it is sealed (the next
+    segment started) and its last blob went. A reader holding it open (the overlay, see
+    content.py) keeps reading it after that, as with a file per blob."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.end = 0  # bytes reserved so far
+        self.live = 0  # blobs in it that still exist
+        self.sealed = False
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        self._lock = threading.RLock()  # a blob's finalizer may run in any thread, any time
+
+    def fits(self, size: int) -> bool:
+        return self.end == 0 or self.end + size <= SEGMENT
+
+    def reserve(self, size: int) -> int:
+        """Where a blob of `size` bytes goes (under the store's lock)."""
+        at, self.end = self.end, self.end + size
+        with self._lock:
+            self.live += 1
+        return at
+
+    def write(self, data: bytes, at: int) -> None:
+        view, fd = memoryview(data), self._fd
+        assert fd is not None
+        while view:
+            view = view[os.pwrite(fd, view, at + len(data) - len(view)) :]
+
+    def seal(self) -> None:
+        with self._lock:
+            self.sealed = True
+            self._remove_if_unused()
+
+    def release(self) -> None:
+        """One of its blobs went."""
+        with self._lock:
+            self.live -= 1
+            self._remove_if_unused()
+
+    def _remove_if_unused(self) -> None:
+        if self.sealed and self.live == 0 and self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            _remove(self.path)
 
 
 SPILL_PREFIX = "shadowkernel-spill-"
