@@ -94,12 +94,24 @@ class Session:
         """Workspace(path, **options), its wait interruptible. An interrupted open goes on in
         its helper thread, and the workspace it opens is closed there: left open it would
         hold a mount, servers and the folder's durable branches that no name refers to, and
-        the next %shadow open of the folder would be refused as a second holder."""
-        opening = self._pool.submit(Workspace, path, **options)
+        the next %shadow open of the folder would be refused as a second holder. The future
+        exists before the submit: an interrupt may land inside `submit` once the helper
+        already opens (a thread pool starting a thread waits for it)."""
+        opening: Future[Workspace] = Future()
+
+        def open_it() -> None:
+            if opening.set_running_or_notify_cancel():  # else interrupted before it began
+                try:
+                    opening.set_result(Workspace(path, **options))
+                except BaseException as error:
+                    opening.set_exception(error)
+
         try:
+            self._pool.submit(open_it)
             return wait(opening)
         except KeyboardInterrupt:
-            self._abandoned.append(self._pool.submit(_close_once_open, opening))
+            if not opening.cancel():  # it began: close what it opens
+                self._abandoned.append(self._pool.submit(_close_once_open, opening))
             raise
 
     def _settle_abandoned(self) -> None:
