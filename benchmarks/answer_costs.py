@@ -15,6 +15,9 @@ with ruff:
   agent: `write` then `lint_async` (the `new` column and the lint table included);
 - `shadowkernel, in memory`: the same with `state=None` (no journal, no flusher);
 - `staging only`: `write` alone, durable (what staging a version costs before any lint);
+- `staging, spilled`: the same past the workspace's memory budget (`memory_budget=0`), where
+  every version's bytes go to a spill file, as in a long history (a copy of more.py per
+  version fills the default 256 MiB after about 1,400 versions);
 - `lint table`: `lint_table` of one lint, alone (timeit), the table every answer builds.
 
 Per answer: the CPU of this process (every thread: the agent's, the services loop's, the
@@ -80,9 +83,11 @@ async def worktree(tree: Path, texts: list[str], answers: int) -> dict:
 
 
 def shadowkernel(root: Path, texts: list[str], answers: int, n: int, *, durable: bool,
-                 lint: bool) -> dict:  # fmt: skip
+                 lint: bool, spilled: bool = False) -> dict:  # fmt: skip
     state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
-    with sk.Workspace(root, servers=[server_spec("ruff")], lanes=1, state=state) as ws:
+    budget = {"memory_budget": 0} if spilled else {}  # every version past the budget
+    with sk.Workspace(root, servers=[server_spec("ruff")], lanes=1, state=state,
+                      **budget) as ws:  # fmt: skip
         branches = [ws.branch(f"agent-{i}") for i in range(n)]
 
         async def step(i: int) -> None:
@@ -121,6 +126,7 @@ def main() -> None:
             "shadowkernel": lambda: side(durable=True, lint=True),
             "shadowkernel, in memory": lambda: side(durable=False, lint=True),
             "staging only": lambda: side(durable=True, lint=False),
+            "staging, spilled": lambda: side(durable=True, lint=False, spilled=True),
             "lint table": table_cost,
         }
         runs: dict[str, list[dict]] = {name: [] for name in rows}
