@@ -7,6 +7,9 @@ import gc
 import os
 import pickle
 import stat
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -289,3 +292,30 @@ def test_special_files_and_owners_are_overrides(tree: Tree) -> None:
     with pytest.raises(OSError) as caught:
         tree.mknod(ROOT_INO, "whiteout", stat.S_IFCHR, 0)
     assert caught.value.errno == errno.EPERM
+
+
+def test_a_spill_that_cannot_be_written_fails_and_pins_nothing(tmp_path: Path) -> None:
+    """A write into the segment that fails (here a real EFBIG: the file size limit, as a full
+    disk would fail it) raises, leaves the blobs before it readable, and does not keep the
+    segment file once they are gone. In a child process: the limit is per process."""
+    child = textwrap.dedent(f"""\
+        import gc, os, resource, signal
+        from shadowkernel.overlay.store import BlobStore
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a signal
+        store = BlobStore(memory_budget=0, spill_dir={str(tmp_path)!r})
+        first = store.make(b"a" * 60)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+        try:
+            store.make(b"b" * 60)
+        except OSError as error:
+            print("refused:", error.strerror)
+        assert first.bytes() == b"a" * 60
+        path = first.spill
+        store.close()
+        del first
+        gc.collect()
+        print("left:", os.path.exists(path))
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["refused: File too large", "left: False"]

@@ -124,7 +124,11 @@ class BlobStore:
                     segment.seal()
                 segment = self._segment = Segment(self.spill_path())
             at = segment.reserve(len(data))
-        segment.write(data, at)
+        try:
+            segment.write(data, at)
+        except BaseException:  # a full disk, say: the segment does not wait for this blob
+            segment.release()
+            raise
         blob = Blob(_new_id(), len(data), spill=segment.path, at=at)
         weakref.finalize(blob, segment.release)
         return remember(blob)
