@@ -436,17 +436,10 @@ class LanguageClient:
 def tree_waiting(pid: int) -> bool:
     """A thread of `pid` or of its descendants is runnable or in an uninterruptible wait."""
     return any(
-        _state(task) in (b"R", b"D")
+        _read(task, "stat").rpartition(b")")[2][1:2] in (b"R", b"D")
         for process in _process_tree(pid)
-        for task in Path(f"/proc/{process}/task").glob("*/stat")
+        for task in _tasks(process)
     )
-
-
-def _state(stat: Path) -> bytes:
-    try:
-        return stat.read_bytes().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):  # the thread ended
-        return b""
 
 
 def _process_tree(pid: int) -> list[int]:
@@ -454,10 +447,27 @@ def _process_tree(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         pids.append(current)
-        for task in Path(f"/proc/{current}/task").glob("*/children"):
-            with contextlib.suppress(OSError):
-                todo += [int(c) for c in task.read_text().split()]
+        for task in _tasks(current):
+            todo += [int(child) for child in _read(task, "children").split()]
     return pids
+
+
+def _tasks(pid: int) -> list[str]:
+    """The /proc folders of `pid`'s threads (os.listdir: a third of what Path.glob costs,
+    and requests read the tree often)."""
+    folder = f"/proc/{pid}/task"
+    try:
+        return [f"{folder}/{task}" for task in os.listdir(folder)]
+    except OSError:  # the process ended
+        return []
+
+
+def _read(task: str, name: str) -> bytes:
+    try:
+        with open(f"{task}/{name}", "rb") as f:
+            return f.read()
+    except OSError:  # the thread ended
+        return b""
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
