@@ -294,6 +294,22 @@ def test_special_files_and_owners_are_overrides(tree: Tree) -> None:
     assert caught.value.errno == errno.EPERM
 
 
+def test_a_segment_blob_handed_back_after_it_went_is_read_never_owned(tmp_path: Path) -> None:
+    """The overlay may hand back (pickled) a blob of ours this process no longer holds: the
+    store refers to its bytes at its offset and does not take the segment file over (owning
+    it would delete it under the blobs still in it)."""
+    store = BlobStore(memory_budget=0, spill_dir=str(tmp_path))
+    first, second = store.make(b"a" * 60), store.make(b"b" * 60)
+    handed = pickle.dumps(second)  # what the overlay holds
+    del second
+    gc.collect()
+    back = store.take(pickle.loads(handed))
+    assert back.at == 60 and back.bytes() == b"b" * 60
+    del back
+    gc.collect()
+    assert first.bytes() == b"a" * 60  # the segment is still there for the blob in it
+
+
 def test_a_spill_that_cannot_be_written_fails_and_pins_nothing(tmp_path: Path) -> None:
     """A write into the segment that fails (here a real EFBIG: the file size limit, as a full
     disk would fail it) raises, leaves the blobs before it readable, and does not keep the

@@ -142,11 +142,18 @@ class BlobStore:
     def take(self, blob: Blob) -> Blob:
         """This process's blob for one an overlay handed back (a file a run renamed or
         chmodded keeps its blob): the blob itself while it lives, so its file keeps one
-        owner; else the overlay's own (its buffer's) content, now ours."""
+        owner; else the overlay's own (its buffer's) content, now ours. One of ours that went
+        since is referred to, never owned: its file went with it, or is a segment that holds
+        other blobs and goes with the last of them."""
         if blob.data is not None:
             return self.make(blob.data)
         assert blob.spill is not None
-        return _spilled.get(blob.id) or self.adopt(blob.spill, blob.size)
+        known = _spilled.get(blob.id)
+        if known is not None:
+            return known
+        if blob.id.startswith(f"{os.getpid()}-"):
+            return Blob(blob.id, blob.size, spill=blob.spill, at=blob.at)
+        return self.adopt(blob.spill, blob.size)
 
     def account(self, delta: int) -> None:
         with self._lock:
