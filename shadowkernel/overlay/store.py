@@ -73,7 +73,7 @@ class BlobStore:
     can read them by path without a copy through the control channel. Blobs spilled by
     `make` are appended to a segment, a spill file of up to `SEGMENT` bytes that goes when
     its last blob does: creating a file per blob cost 0.5-1.2 ms of CPU on ext4 (a version
-    of more-itertools' more.py, past the budget), three times staging the version. The
+    of more-itertools' more.py, past the budget), more than staging the version. The
     overlay process keeps a file per blob (`file_per_blob`): it hands its blobs over, and
     the taker owns their files.
     """
