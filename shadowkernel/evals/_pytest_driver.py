@@ -196,6 +196,9 @@ class Recorder:
             return False
         self.outcomes[self._current] = "timeout"
         self.reports.setdefault(self._current, "the test used up its CPU-time budget")
+        if self._current in self._started:  # stopped before its logfinish: it ran until now
+            began = self._started.pop(self._current)
+            self.durations[self._current] = time.process_time() - self._paused - began
         return True
 
     @_hookwrapper
