@@ -196,10 +196,13 @@ class Recorder:
             return False
         self.outcomes[self._current] = "timeout"
         self.reports.setdefault(self._current, "the test used up its CPU-time budget")
-        if self._current in self._started:  # stopped before its logfinish: it ran until now
-            began = self._started.pop(self._current)
-            self.durations[self._current] = time.process_time() - self._paused - began
+        self._record_duration(self._current)  # stopped before its logfinish: it ran until now
         return True
+
+    def _record_duration(self, nodeid):
+        """The test's CPU time from its setup until now, pauses left out (once)."""
+        if nodeid in self._started:
+            self.durations[nodeid] = time.process_time() - self._paused - self._started.pop(nodeid)
 
     @_hookwrapper
     def pytest_assertrepr_compare(self, config, op, left, right):
@@ -287,8 +290,7 @@ class Recorder:
 
     def pytest_runtest_logfinish(self, nodeid, location):
         _disarm()
-        if nodeid in self._started:
-            self.durations[nodeid] = time.process_time() - self._paused - self._started.pop(nodeid)
+        self._record_duration(nodeid)
         if self.session is not None and self.enough():
             self.session.shouldstop = "the verdict is known"
 

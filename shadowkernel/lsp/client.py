@@ -435,11 +435,8 @@ class LanguageClient:
 
 def tree_waiting(pid: int) -> bool:
     """A thread of `pid` or of its descendants is runnable or in an uninterruptible wait."""
-    return any(
-        _read(task, "stat").rpartition(b")")[2][1:2] in (b"R", b"D")
-        for process in _process_tree(pid)
-        for task in _tasks(process)
-    )
+    tasks = [task for process in _process_tree(pid) for task in _tasks(process)]
+    return any(_stat(task)[:1] in ([b"R"], [b"D"]) for task in tasks)
 
 
 def _process_tree(pid: int) -> list[int]:
@@ -462,12 +459,18 @@ def _tasks(pid: int) -> list[str]:
         return []
 
 
-def _read(task: str, name: str) -> bytes:
+def _read(folder: str, name: str) -> bytes:
     try:
-        with open(f"{task}/{name}", "rb") as f:
+        with open(f"{folder}/{name}", "rb") as f:
             return f.read()
-    except OSError:  # the thread ended
+    except OSError:  # the thread or process ended
         return b""
+
+
+def _stat(folder: str) -> list[bytes]:
+    """The fields of a process's or thread's `stat` after its name (state first; the name
+    may hold spaces and parentheses); empty once it ended."""
+    return _read(folder, "stat").rpartition(b")")[2].split()
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -477,13 +480,8 @@ CPU_READ_EVERY = 0.1
 
 
 def _cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rpartition(b")")[2].split()  # the name may hold spaces
-    except OSError:
-        return 0.0
     # utime, stime, and cutime, cstime: of the children it waited for (a probe it ran)
-    return sum(int(field) for field in fields[11:15]) / _TICKS
+    return sum(int(field) for field in _stat(f"/proc/{pid}")[11:15]) / _TICKS
 
 
 def _rss(pid: int) -> int:
