@@ -43,11 +43,14 @@ def test_default_lanes_follow_the_cores_and_the_servers() -> None:
     assert default_lanes(["ruff"], 1) == 1
     assert default_lanes(["ruff"], 64) == 4  # the services loop limits beyond that
     gib = 2**30
-    assert default_lanes(["pyright"], 2, 24 * gib) == 2  # a core each: pyright checks on one
-    assert default_lanes(["pyright"], 2, 6 * gib) == 1  # half the memory holds one lane's budget
+    assert default_lanes(["pyright"], 2, 24 * gib) == 1  # two cores each: check and collection
+    assert default_lanes(["pyright"], 4, 24 * gib) == 2
+    assert default_lanes(["pyright"], 3, 24 * gib) == 1
+    assert default_lanes(["pyright"], 8, 6 * gib) == 1  # half the memory holds one lane's budget
     assert default_lanes(["pyright"], 2, 1 * gib) == 1  # at least one
     assert default_lanes(["ruff", "pyright"], 16, 64 * gib) == 4  # a heavy server decides
     assert default_lanes(["pyright"], 16) == 4  # memory unknown: the cores, up to 4
+    assert default_lanes(["pyright"], 1) == 1  # at least one
     assert default_lanes([], 8, 64 * gib) == 1  # no server: nothing to serve side by side
 
 

@@ -172,6 +172,7 @@ Policy = str  # a name in POLICIES
 SINGLE_FILE_SERVERS = frozenset({"ruff"})
 MAX_LIGHT_LANES = 4  # beyond this the one services loop, not the cores, is what limits
 MAX_HEAVY_LANES = 4
+CORES_PER_HEAVY_LANE = 2  # a cross-file server's check and its garbage collection
 HEAVY_LANE_MEMORY = 2 * 2**30  # what a cross-file server's lane is budgeted on a large project
 
 
@@ -181,12 +182,15 @@ def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None)
 
     Single-file linters (ruff): one lane per core, up to `MAX_LIGHT_LANES`: each lane is a small
     overlay process and a server that uses a core while it lints, so branches' lints run side
-    by side. Any cross-file server (pyright, basedpyright, tsserver...): one lane per core too,
+    by side. Any cross-file server (pyright, basedpyright, tsserver...): one lane per two cores,
     up to `MAX_HEAVY_LANES`, as long as half the available memory holds `HEAVY_LANE_MEMORY` per
-    lane (at least one lane): such a server checks a file on one thread, whose garbage
+    lane (at least one lane): such a server checks a file on one thread, and its garbage
     collection takes almost as much CPU again on threads of its own (pyright re-checks the
     switched file after every switch: 0.15 s, 0.27 s of CPU, on more-itertools' more.py), so
-    one lane per core fills the cores, and each lane holds a whole program's analysis (on
+    one lane fills two cores. A lane per core made them compete: on 2 cores, 20 branches of
+    more-itertools with pyright (`benchmarks/worktrees.py --cases pyright:20`, one session)
+    had their first answers after 10.3 s on 2 lanes and 6.5 s on one, at 482 and 255 ms of
+    CPU per answer, 847 and 578 MB of PSS. Each lane holds a whole program's analysis (on
     more-itertools, 100-200 MB of PSS per pyright).
     """
     if not servers:  # nothing to serve side by side
@@ -194,7 +198,7 @@ def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None)
     if all(name in SINGLE_FILE_SERVERS for name in servers):
         return max(1, min(cores, MAX_LIGHT_LANES))
     fits = MAX_HEAVY_LANES if memory is None else memory // 2 // HEAVY_LANE_MEMORY
-    return max(1, min(cores, MAX_HEAVY_LANES, fits))
+    return max(1, min(cores // CORES_PER_HEAVY_LANE, MAX_HEAVY_LANES, fits))
 
 
 def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) -> int:
@@ -207,7 +211,7 @@ def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) ->
     an overlay process and a server (about 0.25 s of CPU to open, ~13 MB PSS), which is why
     they open only under load.
     Cross-file servers keep `default_lanes`: each lane is a whole program's analysis (100 MB
-    to 2 GiB) that takes seconds to index before its first answer, and one lane per core
+    to 2 GiB) that takes seconds to index before its first answer, and one lane per two cores
     already fills the cores.
     """
     start = default_lanes(servers, cores, memory)
