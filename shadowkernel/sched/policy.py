@@ -188,11 +188,11 @@ def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None)
     collection takes almost as much CPU again on threads of its own (pyright re-checks the
     switched file after every switch: 0.15 s, 0.27 s of CPU, on more-itertools' more.py), so
     one lane fills two cores. A lane per core made them compete: on 2 cores, 20 branches of
-    more-itertools with pyright (`benchmarks/worktrees.py`, 2026-12-03, nine runs) had their
-    first answers after 6.5-11.0 s on one lane against 8.2-11.1 s on two, with 8.7-13.7 s of
-    CPU spent until then against 14.1-19.1 s, 255-375 ms of CPU per answer against 483, and
-    550-580 MB of PSS against 850-920. Each lane holds a whole program's analysis (on
-    more-itertools, 100-200 MB of PSS per pyright).
+    more-itertools with pyright (`benchmarks/worktrees.py`, 2026-12-03, nine runs on one lane
+    and four on two) had their first answers after 6.5-11.0 s on one lane against 8.2-11.1 s
+    on two, with 8.7-13.7 s of CPU spent until then against 14.1-19.1 s, 255-375 ms of CPU
+    per answer against 483, and 550-580 MB of PSS against 850-920. Each lane holds a whole
+    program's analysis (on more-itertools, 100-200 MB of PSS per pyright).
     """
     if not servers:  # nothing to serve side by side
         return 1
