@@ -151,7 +151,7 @@ class BlobStore:
         known = _spilled.get(blob.id)
         if known is not None:
             return known
-        if blob.id.startswith(f"{os.getpid()}-"):
+        if _made_here(blob.id):
             return Blob(blob.id, blob.size, spill=blob.spill, at=blob.at)
         return self.adopt(blob.spill, blob.size)
 
@@ -273,6 +273,11 @@ def _remove(path: str) -> None:
 
 def _new_id() -> str:
     return f"{os.getpid()}-{next(_blob_ids)}"
+
+
+def _made_here(blob_id: str) -> bool:
+    """The blob was made by this process (`_new_id`), not by an overlay that handed it over."""
+    return blob_id.startswith(f"{os.getpid()}-")
 
 
 def new_link() -> str:
