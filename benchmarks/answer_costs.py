@@ -44,8 +44,9 @@ import timeit
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import _project
 from _proc import cpu_seconds
-from worktrees import FILE, PROJECT, edited, prepare, server_spec, spots, tree_cpu
+from worktrees import PROJECT, edited, prepare, server_spec, spots, tree_cpu
 
 import shadowkernel as sk
 from shadowkernel.lsp import Lint, LspPool, lint_table
@@ -68,13 +69,13 @@ async def measure(answers: int, step: Callable[[int], Awaitable[None]]) -> dict:
             "wall_ms": wall / answers * 1000}  # fmt: skip
 
 
-async def worktree(tree: Path, texts: list[str], answers: int) -> dict:
+async def worktree(tree: Path, file: str, texts: list[str], answers: int) -> dict:
     pool = LspPool(tree, [server_spec("ruff")])
 
     async def step(i: int) -> None:
-        (tree / FILE).write_text(texts[i])
-        await pool.sync({FILE: texts[i]}, [FILE])
-        await pool.lint([FILE], fixes=False)
+        (tree / file).write_text(texts[i])
+        await pool.sync({file: texts[i]}, [file])
+        await pool.lint([file], fixes=False)
 
     try:
         return await measure(answers, step)
@@ -82,8 +83,8 @@ async def worktree(tree: Path, texts: list[str], answers: int) -> dict:
         await pool.close()
 
 
-def shadowkernel(root: Path, texts: list[str], answers: int, n: int, *, durable: bool,
-                 lint: bool, spilled: bool = False) -> dict:  # fmt: skip
+def shadowkernel(root: Path, file: str, texts: list[str], answers: int, n: int, *,
+                 durable: bool, lint: bool, spilled: bool = False) -> dict:  # fmt: skip
     state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
     budget = {"memory_budget": 0} if spilled else {}  # every version past the budget
     with sk.Workspace(root, servers=[server_spec("ruff")], lanes=1, state=state,
@@ -91,15 +92,15 @@ def shadowkernel(root: Path, texts: list[str], answers: int, n: int, *, durable:
         branches = [ws.branch(f"agent-{i}") for i in range(n)]
 
         async def step(i: int) -> None:
-            branches[i % n].write(FILE, texts[i])
+            branches[i % n].write(file, texts[i])
             if lint:
-                await branches[i % n].lint_async([FILE], fixes=False)
+                await branches[i % n].lint_async([file], fixes=False)
 
         return asyncio.run(measure(answers, step))
 
 
-def table_cost() -> dict:
-    lint = Lint(FILE, 10, 4, 10, 12, "error", "F821", "Ruff", "Undefined name `x`")
+def table_cost(file: str) -> dict:
+    lint = Lint(file, 10, 4, 10, 12, "error", "F821", "Ruff", "Undefined name `x`")
     seconds = min(timeit.repeat(lambda: lint_table([lint], "agent-0", 3, [True]),
                                 number=500, repeat=5)) / 500  # fmt: skip
     return {"own_cpu_ms": seconds * 1000, "other_cpu_ms": 0.0, "wall_ms": seconds * 1000}
@@ -115,19 +116,20 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="sk-answer-costs-") as tmp:
         root = prepare(args.project, Path(tmp))
-        base = (root / FILE).read_text()
-        places = spots(base)
+        file = _project.modules(root)[0]
+        base = (root / file).read_text()
+        places = spots(base, file)
         n, count = args.branches, WARMUP + args.answers
         texts = [edited(base, places, i % n, i // n) for i in range(count)]
         tree = shutil.copytree(root, root.parent / "worktree", symlinks=True)
-        side = functools.partial(shadowkernel, root, texts, args.answers, n)
+        side = functools.partial(shadowkernel, root, file, texts, args.answers, n)
         rows = {
-            "worktree": lambda: asyncio.run(worktree(tree, texts, args.answers)),
+            "worktree": lambda: asyncio.run(worktree(tree, file, texts, args.answers)),
             "shadowkernel": lambda: side(durable=True, lint=True),
             "shadowkernel, in memory": lambda: side(durable=False, lint=True),
             "staging only": lambda: side(durable=True, lint=False),
             "staging, spilled": lambda: side(durable=True, lint=False, spilled=True),
-            "lint table": table_cost,
+            "lint table": lambda: table_cost(file),
         }
         runs: dict[str, list[dict]] = {name: [] for name in rows}
         for k in range(args.rounds):
@@ -136,7 +138,7 @@ def main() -> None:
     found = {name: {key: statistics.median(r[key] for r in results) for key in results[0]}
              for name, results in runs.items()}  # fmt: skip
     baseline = found["worktree"]
-    print(f"{args.project}, {FILE} with ruff; {args.branches} agents taking turns, "
+    print(f"{args.project}, {file} with ruff; {args.branches} agents taking turns, "
           f"{args.answers} answers per row, median of {args.rounds} rounds; load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
           f"{os.cpu_count()} cores")  # fmt: skip
@@ -149,7 +151,7 @@ def main() -> None:
     print(f"shadowkernel's own process spends {extra:.2f} ms more per answer than the worktree's "
           f"client; servers and overlay {found['shadowkernel']['other_cpu_ms']:.2f} ms against "
           f"{baseline['other_cpu_ms']:.2f}")  # fmt: skip
-    print(json.dumps({"benchmark": "answer_costs", "project": args.project, "file": FILE,
+    print(json.dumps({"benchmark": "answer_costs", "project": args.project, "file": file,
                       "branches": args.branches, "answers": args.answers,
                       "rounds": args.rounds, "load_before": load_before,
                       "load_after": os.getloadavg()[0], "rows": found, "runs": runs}))  # fmt: skip

@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _project
+
 import shadowkernel as sk
 from shadowkernel.evals import pypi
 from shadowkernel.lsp import available_servers
@@ -65,10 +67,7 @@ def make_project(root: Path, project: str) -> tuple[Path, list[str]]:
     if project != "toy":
         name, _, version = project.partition("==")
         top = pypi.unpack(name, version, root)
-        skip = ("tests/", "docs/", "test_", "setup.py", "conftest.py")
-        modules = sorted(str(p.relative_to(top)) for p in top.rglob("*.py")
-                         if not any(part in str(p.relative_to(top)) for part in skip))  # fmt: skip
-        return top, modules
+        return top, sorted(_project.modules(top))
     (root / "pkg").mkdir(parents=True)
     (root / "pkg/__init__.py").write_text("")
     for k in range(MODULES):

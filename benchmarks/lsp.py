@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _project
 import attrs
 
 from shadowkernel.evals.pypi import unpack
@@ -80,10 +81,9 @@ def pypi_project(spec: str) -> Setup:
 
     def setup(folder: Path) -> tuple[Path, str, str, tuple[int, int]]:
         top = unpack(name, version, folder)
-        module = max((p for p in top.rglob("*.py") if "test" not in p.parts[-2]),
-                     key=lambda p: p.stat().st_size)  # fmt: skip
-        text = module.read_text()
-        return top, str(module.relative_to(top)), text, call_site(text)
+        module = _project.modules(top)[0]
+        text = (top / module).read_text()
+        return top, module, text, call_site(text)
 
     return setup
 

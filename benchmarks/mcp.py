@@ -45,20 +45,15 @@ from mcp_helpers import Agent, http_server, over_http, over_stdio  # noqa: E402
 from shadowkernel import Workspace  # noqa: E402
 from shadowkernel.evals.pypi import unpack  # noqa: E402
 
+sys.path.append(HERE)  # last: the SDK's `mcp` is imported and found before this folder
+import _project  # noqa: E402
+
 TARGET_RATIO = 1.2  # MCP's median stage -> final lints over the API's, per server
 
 
 def project(spec: str, into: Path) -> Path:
     name, _, version = spec.partition("==")
     return unpack(name, version, into)
-
-
-def python_files(root: Path) -> list[str]:
-    """The project's Python modules (not its tests, docs or build files), largest first."""
-    skip = {"tests", "test", "docs", "build"}
-    found = [p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts)]
-    found.sort(key=lambda p: -p.stat().st_size)
-    return [p.relative_to(root).as_posix() for p in found]
 
 
 def edit(text: str, i: int) -> str:
@@ -80,11 +75,15 @@ def rows_of(lints: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
                   for r in lints)  # fmt: skip
 
 
-async def side_by_side(root: Path, server: str, path: str, edits: int) -> dict[str, Any]:
-    """Alternating MCP (stdio) and API round trips on one branch each; seconds per side."""
+async def side_by_side(
+    root: Path, server: str, path: str, edits: int, state: Path
+) -> dict[str, Any]:
+    """Alternating MCP (stdio) and API round trips on one branch each; seconds per side. Both
+    keep their branches durably, each in a state directory of its own (`state` for the API):
+    one folder's default one is held by one process at a time."""
     base = (root / path).read_text()
     times: dict[str, list[float]] = {"mcp": [], "api": []}
-    with Workspace(root, servers=[server]) as ws:
+    with Workspace(root, servers=[server], state=state) as ws:
         direct = ws.branch("a")
         async with over_stdio(root, "--servers", server, name="bench") as agent:
             await agent.call("create_branch", name="a")
@@ -114,9 +113,9 @@ async def round_trip(agent: Agent, branch: str, path: str, text: str) -> list[di
 def bench_stdio(spec: str, server: str, edits: int, path: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"sk-mcp-{server}-") as tmp:
         root = project(spec, Path(tmp))
-        path = path or python_files(root)[0]
+        path = path or _project.modules(root)[0]
         lines = (root / path).read_text().count("\n")
-        times = anyio.run(side_by_side, root, server, path, edits)
+        times = anyio.run(side_by_side, root, server, path, edits, Path(tmp) / "api-state")
     mcp, api = statistics.median(times["mcp"]), statistics.median(times["api"])
     return {
         "row": f"stdio {server}: write_file + lint {path} ({lines} lines)",
@@ -133,7 +132,7 @@ def bench_stdio(spec: str, server: str, edits: int, path: str | None) -> dict[st
 def bench_http(spec: str, clients: int, rounds: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sk-mcp-http-") as tmp:
         root = project(spec, Path(tmp))
-        path = python_files(root)[1]  # the second largest: many answers, each checked
+        path = _project.modules(root)[1]  # the second largest: many answers, each checked
         base = (root / path).read_text()
         texts = {f"c{c}": [edit(base, c * 100 + r) for r in range(rounds)]
                  for c in range(clients)}  # fmt: skip
@@ -159,7 +158,7 @@ def bench_http(spec: str, clients: int, rounds: int) -> dict[str, Any]:
         with http_server(root, Path(tmp) / "token", "--servers", "ruff") as served:
             wall = anyio.run(all_clients, served.url, served.token)
         exact = 0
-        with Workspace(root, servers=["ruff"]) as fresh:
+        with Workspace(root, servers=["ruff"], state=None) as fresh:  # the reference only
             for name, sequence in texts.items():
                 for r, text in enumerate(sequence):
                     branch = fresh.branch(f"{name}-{r}")

@@ -31,26 +31,27 @@ import tempfile
 import time
 from pathlib import Path
 
-from worktrees import FILE, PROJECT, edited, prepare, server_spec, spots, tree_cpu
+import _project
+from worktrees import PROJECT, edited, prepare, server_spec, spots, tree_cpu
 
 from shadowkernel.lsp import LspPool, available_servers
 
 
-async def costs(root: Path, server: str, checks: int) -> dict:
+async def costs(root: Path, file: str, server: str, checks: int) -> dict:
     """The first answer and `checks` answers after an edit, wall and server CPU seconds."""
-    base = (root / FILE).read_text()
-    places = spots(base)
+    base = (root / file).read_text()
+    places = spots(base, file)
     pool = LspPool(root, [server_spec(server)])
     try:
         cpu, began = server_cpu(), time.perf_counter()
-        await pool.sync({FILE: base}, [])
-        await pool.lint([FILE], fixes=False)
+        await pool.sync({file: base}, [])
+        await pool.lint([file], fixes=False)
         first = (time.perf_counter() - began, server_cpu() - cpu)
         walls, cpus = [], []
         for step in range(checks):
             cpu, began = server_cpu(), time.perf_counter()
-            await pool.sync({FILE: edited(base, places, step % 7, step)}, [])
-            await pool.lint([FILE], fixes=False)
+            await pool.sync({file: edited(base, places, step % 7, step)}, [])
+            await pool.lint([file], fixes=False)
             walls.append(time.perf_counter() - began)
             cpus.append(server_cpu() - cpu)
     finally:
@@ -85,14 +86,15 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="sk-server-costs-") as tmp:
         root = prepare(args.project, Path(tmp))
+        file = _project.modules(root)[0]
         for server in args.servers.split(","):
             if installed.get(server):
-                rows.append(asyncio.run(costs(root, server, args.checks)))
+                rows.append(asyncio.run(costs(root, file, server, args.checks)))
     branches = [int(n) for n in args.branches.split(",")]
     for row in rows:
         row["bounds"] = {str(n): bound(row, n, args.lanes) for n in branches}
     print(
-        f"{args.project}, {FILE}; {args.checks} answers after an edit; load average "
+        f"{args.project}, {file}; {args.checks} answers after an edit; load average "
         f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
     )
     head = (f"{'server':<10}{'first s':>9}{'first CPU s':>13}{'recheck s':>11}"
@@ -102,7 +104,7 @@ def main() -> None:
         shown = ", ".join(f"{n}: {b:.1f}x" for n, b in r["bounds"].items())
         print(f"{r['server']:<10}{r['first_s']:>9.2f}{r['first_cpu_s']:>13.2f}"
               f"{r['recheck_s']:>11.3f}{r['recheck_cpu_s']:>15.3f}  {shown}")  # fmt: skip
-    print(json.dumps({"benchmark": "server_costs", "project": args.project, "file": FILE,
+    print(json.dumps({"benchmark": "server_costs", "project": args.project, "file": file,
                       "lanes": args.lanes, "load_before": load_before,
                       "load_after": os.getloadavg()[0], "servers": rows}))  # fmt: skip
 

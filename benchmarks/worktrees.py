@@ -50,7 +50,12 @@ shadowkernel's own process spends 2.5-3.7 ms per answer against the worktree cli
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
-        [--memory-state]
+        [--memory-state] [--repeat R]
+
+`--repeat R` runs every case R times (sides alternating from one run to the next), pairs the
+two sides within each round and prints each ratio's median and range: this VM's speed moves
+between runs by more than some ratios differ (the pyright:20 first answer: 3.9-5.5x over four
+single runs on 2026-12-03), so one round is one draw.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _project
 import attrs
 from _proc import cpu_seconds
 
@@ -82,7 +88,6 @@ from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.sched import percentile
 
 PROJECT = "more-itertools==11.2.1"
-FILE = "more_itertools/more.py"
 CASES = "ruff:5,ruff:20,ruff:50,pyright:5,pyright:20,ruff:1000"
 MOST_WORKTREES = 100  # beyond this only the shadowkernel side runs (a server per agent is absurd)
 MANY_EDITS = 2  # edits per agent in cases beyond MOST_WORKTREES
@@ -116,12 +121,16 @@ def prepare(project: str, into: Path) -> Path:
     return root
 
 
-def spots(text: str) -> list[int]:
+def spots(text: str, file: str) -> list[int]:
     """Line indexes where a top-level statement may go (before a top-level def or class)."""
     lines = text.splitlines(keepends=True)
     tops = ("def ", "class ")
-    return [i for i, line in enumerate(lines)
-            if line.startswith(tops) and not lines[i - 1].startswith("@")]  # fmt: skip
+    found = [i for i, line in enumerate(lines)
+             if line.startswith(tops) and not lines[i - 1].startswith("@")]  # fmt: skip
+    if not found:
+        raise SystemExit(f"{file} has no top-level def or class to put an edit before; "
+                         "choose another module with --file")  # fmt: skip
+    return found
 
 
 def edited(base: str, places: list[int], agent: int, step: int) -> str:
@@ -276,9 +285,11 @@ def side_cpu() -> float:
     return tree_cpu(os.getpid()) + times.children_user + times.children_system
 
 
-async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Agents) -> None:
-    base = (root / FILE).read_text()
-    places = spots(base)
+async def worktrees_side(
+    root: Path, file: str, server: str, n: int, edits: int, agents: Agents
+) -> None:
+    base = (root / file).read_text()
+    places = spots(base, file)
     trees = root.parent / f"worktrees-{server}-{n}"
     for i in range(n):
         subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", "--detach",
@@ -289,10 +300,10 @@ async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Ag
     async def agent(i: int) -> None:
         for step in range(edits):
             text = edited(base, places, i, step)
-            (trees / f"agent-{i}" / FILE).write_text(text)
+            (trees / f"agent-{i}" / file).write_text(text)
             asked = time.perf_counter()
-            await pools[i].sync({FILE: text}, [FILE])
-            lints = await pools[i].lint([FILE], fixes=False)
+            await pools[i].sync({file: text}, [file])
+            lints = await pools[i].lint([file], fixes=False)
             agents.answered(i, step, asked, [lint.message for lint in lints])
 
     try:
@@ -307,17 +318,17 @@ async def worktrees_side(root: Path, server: str, n: int, edits: int, agents: Ag
         subprocess.run(["git", "-C", str(root), "worktree", "prune"], check=False)
 
 
-async def shadow_side(ws: sk.Workspace, n: int, edits: int, agents: Agents) -> dict:
-    base = (Path(ws.root) / FILE).read_text()
-    places = spots(base)
+async def shadow_side(ws: sk.Workspace, file: str, n: int, edits: int, agents: Agents) -> dict:
+    base = (Path(ws.root) / file).read_text()
+    places = spots(base, file)
     branches = [ws.branch(f"agent-{i}") for i in range(n)]
     agents.start()
 
     async def agent(i: int) -> None:
         for step in range(edits):
-            branches[i].write(FILE, edited(base, places, i, step))
+            branches[i].write(file, edited(base, places, i, step))
             asked = time.perf_counter()
-            table = await branches[i].lint_async([FILE], fixes=False)
+            table = await branches[i].lint_async([file], fixes=False)
             agents.answered(i, step, asked, list(table["message"]))
 
     await asyncio.gather(*(agent(i) for i in range(n)))
@@ -349,15 +360,16 @@ def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edit
 
 
 def run_side(
-    side: str, root: Path, server: str, n: int, edits: int, lanes: int | None, durable: bool
-) -> dict:
+    side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
+    durable: bool,
+) -> dict:  # fmt: skip
     """One side of one case, in this process (the child)."""
     memory = Memory()
     began = time.perf_counter()
     agents = Agents(began, n, memory)
     extra: dict[str, Any] = {}
     if side == "worktrees":
-        asyncio.run(worktrees_side(root, server, n, edits, agents))
+        asyncio.run(worktrees_side(root, file, server, n, edits, agents))
     else:
         # A fresh durable store per case: branches of an earlier case stay out, and nothing
         # is left behind in the user's state directory.
@@ -367,7 +379,7 @@ def run_side(
             options["lanes"] = lanes
         with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
             opened = pss(os.getpid())
-            cost = asyncio.run(shadow_side(ws, n, edits, agents))
+            cost = asyncio.run(shadow_side(ws, file, n, edits, agents))
             own = pss(os.getpid())
             extra = {"lanes": len(ws.shadows), "durable": durable, "own_pss_mb": own / 2**20,
                      "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
@@ -392,10 +404,11 @@ def run_side(
 
 
 def child(
-    side: str, root: Path, server: str, n: int, edits: int, lanes: int | None, durable: bool
-) -> dict:
-    command = [sys.executable, __file__, "--side", side, "--root", str(root), "--server", server,
-               "--n", str(n), "--edits", str(edits)]  # fmt: skip
+    side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
+    durable: bool,
+) -> dict:  # fmt: skip
+    command = [sys.executable, __file__, "--side", side, "--root", str(root), "--file", file,
+               "--server", server, "--n", str(n), "--edits", str(edits)]  # fmt: skip
     if not durable:
         command.append("--memory-state")
     if lanes is not None:
@@ -435,11 +448,12 @@ def ratios(rows: list[dict]) -> list[dict]:
     ok = [r for r in rows if "error" not in r]
     for sk_row in (r for r in ok if r["side"] == "shadowkernel"):
         wt = next((r for r in ok if r["side"] == "worktrees" and r["server"] == sk_row["server"]
-                   and r["branches"] == sk_row["branches"]), None)  # fmt: skip
+                   and r["branches"] == sk_row["branches"]
+                   and r.get("round") == sk_row.get("round")), None)  # fmt: skip
         if wt is None:
             continue
         out.append({
-            "case": f"{sk_row['server']}:{sk_row['branches']}",
+            "case": f"{sk_row['server']}:{sk_row['branches']}", "round": sk_row.get("round", 0),
             "answers_per_s": sk_row["answers_per_s"] / wt["answers_per_s"],
             "steady": sk_row["steady_per_s"] / wt["steady_per_s"] if wt["steady_per_s"] else 0.0,
             "p50": sk_row["p50_ms"] / wt["p50_ms"],
@@ -462,17 +476,38 @@ def ratios(rows: list[dict]) -> list[dict]:
     return out
 
 
+MEDIAN_OF = ("answers_per_s", "steady", "p50", "first_answer_speedup", "first_answers_cpu", "pss")
+
+
+def medians(found: list[dict]) -> list[dict]:
+    """Per case over its rounds: the median of each ratio in MEDIAN_OF, with its range. This
+    machine's speed moves between runs by more than some ratios differ; one round is one
+    draw."""
+    out = []
+    for case in dict.fromkeys(r["case"] for r in found):
+        rounds = [r for r in found if r["case"] == case]
+        out.append({"case": case, "rounds": len(rounds)} | {
+            key: (statistics.median(v), min(v), max(v))
+            for key in MEDIAN_OF for v in [[r[key] for r in rounds]]
+        })  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--project", default=PROJECT, help="NAME==VERSION of a PyPI sdist")
     parser.add_argument("--cases", default=None, help=f"server:N,... (default {CASES})")
     parser.add_argument("--quick", action="store_true", help=f"cases {QUICK}, 3 edits each")
+    parser.add_argument("--file", default=None, help="the module every agent edits (default: "
+                        "the project's largest)")  # fmt: skip
     parser.add_argument("--edits", type=int, default=None, help="edits per agent (default 5)")
     parser.add_argument("--lanes", type=int, default=None, help="shadowkernel lanes (default: "
                         "the workspace's own choice)")  # fmt: skip
     parser.add_argument("--memory-state", action="store_true", help="shadowkernel keeps "
                         "branches in memory only (state=None; default: durable, as a "
                         "Workspace opens by default, each staging synced to disk)")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every case, sides "
+                        "alternating, ratios paired within a round; medians printed")  # fmt: skip
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", help=argparse.SUPPRESS)
@@ -481,51 +516,58 @@ def main() -> None:
     edits = args.edits or (3 if args.quick else 5)
     if args.side:  # a child: one side of one case
         durable = not args.memory_state
-        print(json.dumps(run_side(args.side, args.root, args.server, args.n, edits, args.lanes,
-                                  durable)))  # fmt: skip
+        print(json.dumps(run_side(args.side, args.root, args.file, args.server, args.n, edits,
+                                  args.lanes, durable)))  # fmt: skip
         return
     installed = available_servers()
     load_before = os.getloadavg()
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="sk-worktrees-") as tmp:
         root = prepare(args.project, Path(tmp))
+        file = args.file or _project.modules(root)[0]
+        spots((root / file).read_text(), file)  # a file with no place for an edit: said now
         cases = (args.cases or (QUICK if args.quick else CASES)).split(",")
-        for k, case in enumerate(cases):
+        for turn, (round_, case) in enumerate(itertools.product(range(args.repeat), cases)):
             server, _, n = case.partition(":")
             if not installed.get(server):
                 print(f"{case}: {server} is not installed, skipped", file=sys.stderr)
                 continue
-            order = ("worktrees", "shadowkernel") if k % 2 else ("shadowkernel", "worktrees")
+            order = ("worktrees", "shadowkernel") if turn % 2 else ("shadowkernel", "worktrees")
             if int(n) > MOST_WORKTREES:
                 order = ("shadowkernel",)
             for side in order:
                 steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
-                rows.append(child(side, root, server, int(n), steps, args.lanes,
-                                  not args.memory_state))  # fmt: skip
+                rows.append(child(side, root, file, server, int(n), steps, args.lanes,
+                                  not args.memory_state) | {"round": round_})  # fmt: skip
                 print(f"{case} {side}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     print(
-        f"{args.project}, {FILE}; {edits} edits per agent; load average "
+        f"{args.project}, {file}; {edits} edits per agent; load average "
         f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores; "
         f"shadowkernel's branches {'in memory' if args.memory_state else 'durable'}"
     )
     print(table(rows))
     found = ratios(rows)
     for r in found:
+        name = r["case"] + (f" round {r['round'] + 1}" if args.repeat > 1 else "")
         print(
-            f"{r['case']}: answers/s {r['answers_per_s']:.2f}x ({r['steady']:.2f}x once every "
+            f"{name}: answers/s {r['answers_per_s']:.2f}x ({r['steady']:.2f}x once every "
             f"agent had its first answer), p50 {r['p50']:.2f}x, mean "
             f"{r['mean']:.2f}x, CPU per answer {r['cpu_per_answer']:.2f}x, first answer "
             f"{r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees; "
             f"mean / p50 {r['spread_sk']:.2f} here, {r['spread_wt']:.2f} there"
         )
         print(
-            f"{r['case']}: CPU per answer in the side's own process {r['own_cpu_ms'][0]:.2f} / "
+            f"{name}: CPU per answer in the side's own process {r['own_cpu_ms'][0]:.2f} / "
             f"{r['own_cpu_ms'][1]:.2f} ms, in its servers {r['servers_cpu_ms'][0]:.2f} / "
             f"{r['servers_cpu_ms'][1]:.2f} ms (shadowkernel / worktrees); CPU until every "
             f"agent had its first answer {r['first_answers_cpu_s'][0]:.2f} / "
             f"{r['first_answers_cpu_s'][1]:.2f} s (the worktrees spent "
             f"{r['first_answers_cpu']:.1f}x as much)"
         )
+    middle = medians(found) if args.repeat > 1 else []
+    for m in middle:
+        spans = (f"{key} {m[key][0]:.2f}x ({m[key][1]:.2f}-{m[key][2]:.2f})" for key in MEDIAN_OF)
+        print(f"{m['case']}: median of {m['rounds']} rounds (range): {', '.join(spans)}")
     for r in (r for r in rows if "own_pss_per_branch_kb" in r):
         print(
             f"{r['server']}:{r['branches']}: shadowkernel's own process {r['own_pss_mb']:.0f} MB "
@@ -533,14 +575,14 @@ def main() -> None:
         )
     for r in (r for r in rows if "new_column_share" in r):
         print(f"{r['server']}:{r['branches']}: the new column costs {r['new_column_ms']:.2f} ms "
-              f"per answer on {FILE}, {r['new_column_share']:.1%} of a lint's serve time "
+              f"per answer on {file}, {r['new_column_share']:.1%} of a lint's serve time "
               f"(p50 {r['lint_serve_ms']:.1f} ms); {r['new_column_spread_ms']:.1f} ms for a "
               "version edited near both ends")  # fmt: skip
-    print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": FILE,
+    print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": file,
                       "edits": edits, "load_before": load_before[0],
                       "durable": not args.memory_state,
-                      "load_after": os.getloadavg()[0], "cases": rows,
-                      "ratios": found}))  # fmt: skip
+                      "load_after": os.getloadavg()[0], "repeat": args.repeat, "cases": rows,
+                      "ratios": found, "medians": middle}))  # fmt: skip
 
 
 if __name__ == "__main__":
