@@ -102,9 +102,9 @@ def measure(root: Path, lint_path: str | None, args: argparse.Namespace) -> dict
     for mode in MODES:
         figures: dict[str, Any] = {}
         for server in ("ruff", "pyright") if lint_path else ():
-            with sk.Workspace(root, servers=[server], mode=mode) as one:
+            with sk.Workspace(root, servers=[server], mode=mode, state=None) as one:
                 figures[f"lint_{server}"] = lint_seconds(one, lint_path, args.edits)  # type: ignore[arg-type]
-        with sk.Workspace(root, servers=[], mode=mode) as ws:
+        with sk.Workspace(root, servers=[], mode=mode, state=None) as ws:
             figures["mode_reason"] = ws.mode_reason
             figures.update(run_figures(ws, args.runs, pandas=lint_path is None))
         out[mode] = figures

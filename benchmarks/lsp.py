@@ -123,11 +123,20 @@ def ts_project(root: Path) -> tuple[Path, str, str, tuple[int, int]]:
     return root, "src/mod.ts", text, (5, 33)  # `helper1` in step0
 
 
+def shell_project(root: Path) -> tuple[Path, str, str, tuple[int, int]]:
+    """A script of 40 functions and a call of one (ShellCheck lints what the server says)."""
+    functions = "".join(f'step{i}() {{\n  echo "step {i}: $1"\n}}\n\n' for i in range(40))
+    text = f"#!/bin/bash\n{functions}step1 start\n"
+    (root / "run.sh").write_text(text)
+    return root, "run.sh", text, (text.count("\n"), 1)  # the call of `step1`
+
+
 EDITS = {  # per language: an edit whose diagnostics differ from every other edit's
     "python": lambda text, i: text + f"\nvalue_{i} = undefined_{i}\n",
     "typescript": lambda text, i: text + f"export const value{i} = undefined{i};\n",
     "c": lambda text, i: text + f"int value{i} = undefined{i};\n",
     "go": lambda text, i: text + f"var value{i} = undefined{i}\n",
+    "shell": lambda text, i: text + f'echo "$undefined_{i}"\n',  # SC2154, naming the variable
 }
 
 
@@ -137,6 +146,7 @@ def project_for(name: str, python: Setup) -> tuple[Setup, Callable[[str, int], s
         "python": python, "typescript": ts_project,
         "c": fixture_project("c_project", "src/main.c", (4, 17)),
         "go": fixture_project("go_project", "greet/hello.go", (4, 42)),
+        "shell": shell_project,
     }  # fmt: skip
     return setups[language], EDITS[language]
 
