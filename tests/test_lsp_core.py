@@ -11,13 +11,14 @@ import pandas as pd
 import pytest
 from lsprotocol import types as lsp
 
-from shadowkernel.errors import ArgumentError, ServerError
+from shadowkernel.errors import ArgumentError, NotFound, ServerError
 from shadowkernel.lsp import (
     COLUMNS,
     AutoDiagnostics,
     CodeActionFixes,
     Lint,
     LspPool,
+    NoDiagnostics,
     PullDiagnostics,
     PushDiagnostics,
     RuffDataFixes,
@@ -41,6 +42,7 @@ from shadowkernel.lsp.documents import (
 from shadowkernel.lsp.jsonrpc import ServerCrashed, content_length, encode, read_message
 from shadowkernel.lsp.languages import EXTENSIONS, language_id, patterns
 from shadowkernel.lsp.linemap import line_map
+from shadowkernel.lsp.pool import linters, select
 from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.lsp.specs import builtin_specs
 
@@ -370,6 +372,21 @@ def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
     named = ServerSpec.from_dict("x", {"argv": ["x"], "diagnostics": "push",
                                        "quick_fixes": "ruff-data"})  # fmt: skip
     assert (named.diagnostics, named.quick_fixes) == (PushDiagnostics(), RuffDataFixes())
+
+
+def test_a_server_kept_for_navigation_is_never_asked_for_lints() -> None:
+    jedi = builtin_specs()["jedi-language-server"]
+    assert jedi.diagnostics == NoDiagnostics() and not jedi.diagnostics.lints
+    assert jedi.initialization_options == {"diagnostics": {"enable": False}}  # none published
+    specs = resolve_specs(["ruff", "jedi-language-server"])
+    assert [s.name for s in linters(specs, None)] == ["ruff"]
+    assert [s.name for s in linters(specs, ["ruff"])] == ["ruff"]
+    with pytest.raises(ArgumentError, match="jedi-language-server: kept for navigation only"):
+        linters(specs, ["ruff", "jedi-language-server"])
+    with pytest.raises(NotFound, match="'pyright'"):
+        linters(specs, ["pyright"])
+    assert [s.name for s in select(specs, ["jedi-language-server"])] == ["jedi-language-server"]
+    assert ServerSpec("x", ("x",), ("python",), diagnostics="none").diagnostics == NoDiagnostics()
 
 
 def test_bad_spec_arguments_are_argument_errors_naming_what_to_give() -> None:

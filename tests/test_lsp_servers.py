@@ -21,6 +21,7 @@ import attrs
 import pytest
 from waiting import wait_until
 
+import shadowkernel as sk
 from shadowkernel.errors import NotFound, ServerError
 from shadowkernel.lsp import (
     Lint,
@@ -440,6 +441,24 @@ def test_jedi_language_server_definition(aio: Loop, make_pool: Any, tmp_path: Pa
     aio.run(pool.sync({}, []))
     [target] = aio.run(pool.definition("use.py", 3, 7))
     assert (target.path, target.line) == ("lib.py", 1)
+
+
+@needs("ruff", "jedi-language-server")
+def test_ruff_lints_and_jedi_navigates(tmp_path: Path) -> None:
+    """jedi-language-server beside ruff (the README's first example, the tour, the MCP
+    server's default) answers navigation and is never waited for in a lint: its lints, syntax
+    errors published a fixed second after each change, are off (ruff reports them too)."""
+    write(tmp_path, {"lib.py": LIB, "use.py": USE})
+    with sk.Workspace(tmp_path, servers=["ruff", "jedi-language-server"], state=None) as ws:
+        branch = ws.branch("a")
+        branch.write("use.py", USE + "print(greet('y'\n")  # a syntax error
+        table = branch.lint()
+        assert not table.empty and set(table["source"]) == {"Ruff"}, table.to_dict("records")
+        with pytest.raises(sk.ArgumentError, match="jedi-language-server: kept for navigation"):
+            branch.lint(servers=["jedi-language-server"])
+        branch.write("use.py", USE)
+        [target] = branch.definition("use.py", 3, 7)
+        assert (target.path, target.line) == ("lib.py", 1)
 
 
 # -- TypeScript ----------------------------------------------------------------------------------

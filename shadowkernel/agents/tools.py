@@ -254,7 +254,8 @@ class Tools:
           paths="files to lint (default: every file the branch staged)",
           new_only="only the lints the branch introduced (not already in the user's files)",
           servers="only these of the server's language servers, by name (e.g. 'ruff', "
-          "'pyright', 'jedi-language-server'; default: all it runs)")  # fmt: skip
+          "'pyright'; default: all it runs that lint, not those kept for navigation such "
+          "as jedi-language-server)")  # fmt: skip
     def lint(self, branch: str, paths: list[str] | None = None, new_only: bool = False,
              servers: list[str] | None = None) -> shapes.Lints:  # fmt: skip
         """Lints of the branch's current version, final for exactly that version (default

@@ -23,6 +23,7 @@ from .checkers import CHECKERS
 from .diagnostics import (
     AutoDiagnostics,
     DiagnosticsMode,
+    NoDiagnostics,
     PullDiagnostics,
     PushDiagnostics,
     TsserverDiagnostics,
@@ -49,6 +50,7 @@ __all__ = [
     "Lint",
     "Location",
     "LspPool",
+    "NoDiagnostics",
     "PullDiagnostics",
     "PushDiagnostics",
     "RuffDataFixes",

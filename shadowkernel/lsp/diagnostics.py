@@ -41,6 +41,7 @@ class DiagnosticsMode(abc.ABC):
     """One way to get the diagnostics of an open document, final for its last version."""
 
     name: ClassVar[str]  # what a ServerSpec or a jupyter-lsp dict may call it
+    lints: ClassVar[bool] = True  # False: the server is never asked (navigation only)
 
     @abc.abstractmethod
     async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
@@ -158,10 +159,21 @@ class TsserverDiagnostics(DiagnosticsMode):
         return syntactic + semantic
 
 
-MODES: dict[str, type[DiagnosticsMode]] = {
-    mode.name: mode
-    for mode in (AutoDiagnostics, PullDiagnostics, PushDiagnostics, TsserverDiagnostics)
-}
+@dataclass(frozen=True)
+class NoDiagnostics(DiagnosticsMode):
+    """A server kept for navigation (definition, references, hover, symbols): lints never ask
+    it. jedi-language-server's diagnostics are syntax errors only, which ruff reports too, and
+    it publishes them a fixed second after each change: every lint waited that second."""
+
+    name: ClassVar[str] = "none"
+    lints: ClassVar[bool] = False
+
+    async def final(self, client: LanguageClient, path: RelPath) -> Diagnostics:
+        return []
+
+
+_BUILT_IN = (AutoDiagnostics, PullDiagnostics, PushDiagnostics, TsserverDiagnostics, NoDiagnostics)
+MODES: dict[str, type[DiagnosticsMode]] = {mode.name: mode for mode in _BUILT_IN}
 
 
 def pull_identifiers(client: LanguageClient) -> list[str | None]:

@@ -167,12 +167,13 @@ class LspPool:
         fixes: bool = True,
     ) -> list[Lint]:
         """Lints for `paths` (default: the staged and changed files) from every selected
-        server that handles them; files no server handles give no lints."""
+        server that handles them and lints (not one kept for navigation, `NoDiagnostics`);
+        files no server handles give no lints."""
         async with self._lock:
             self._check_open()
             targets = self._targets(paths)
             jobs = []
-            for spec in self._select(servers):
+            for spec in linters(self.specs, servers):
                 handled = [p for p in targets if matches(p, spec.patterns)]
                 if handled:
                     jobs.append(self._servers.run(spec, self._linter(handled, fixes)))
@@ -184,12 +185,6 @@ class LspPool:
             return list(dict.fromkeys(rel(p) for p in paths))
         changed = [p for p in self._changed if (self.root / p).is_file()]
         return list(dict.fromkeys([*self._documents, *changed]))
-
-    def _select(self, servers: Sequence[str] | None) -> list[ServerSpec]:
-        if servers is None:
-            return self.specs
-        check_names(servers, {spec.name for spec in self.specs})
-        return [spec for spec in self.specs if spec.name in servers]
 
     def _linter(
         self, paths: list[RelPath], fixes: bool
@@ -336,7 +331,7 @@ class LspPool:
         and offer `provider` (ruff offers hover only for noqa comments, so ask on)."""
         async with self._lock:
             self._check_open()
-            candidates = [s for s in self._select([server] if server else None)
+            candidates = [s for s in select(self.specs, [server] if server else None)
                           if matches(path, s.patterns)]  # fmt: skip
             if not candidates:
                 raise NotFound(f"path {path!r}: no server in this pool handles it "
@@ -396,12 +391,24 @@ class LspPool:
             raise ServerError("this LspPool is closed; create a new one")
 
 
-def check_names(servers: Sequence[str], names: Iterable[str]) -> None:
-    """NotFound naming what `servers` asks that no server of `names` is."""
-    known = set(names)
-    unknown = [s for s in servers if s not in known]
-    if unknown:
+def select(specs: Sequence[ServerSpec], servers: Sequence[str] | None) -> list[ServerSpec]:
+    """The specs `servers` names (all of them for None); NotFound for a name none has."""
+    if servers is None:
+        return list(specs)
+    known = {spec.name for spec in specs}
+    if unknown := [s for s in servers if s not in known]:
         raise NotFound(f"servers: {unknown} not in this pool (it has {sorted(known)})")
+    return [spec for spec in specs if spec.name in servers]
+
+
+def linters(specs: Sequence[ServerSpec], servers: Sequence[str] | None) -> list[ServerSpec]:
+    """The selected specs that lint; ArgumentError naming one asked by name that is kept for
+    navigation only (`NoDiagnostics`), which a lint never waits for."""
+    chosen = select(specs, servers)
+    if servers is not None and (quiet := [s.name for s in chosen if not s.diagnostics.lints]):
+        raise ArgumentError(f"{', '.join(quiet)}: kept for navigation only, not asked for "
+                            "lints (diagnostics='none' in its spec)")  # fmt: skip
+    return [spec for spec in chosen if spec.diagnostics.lints]
 
 
 def _hears(client: LanguageClient, path: RelPath) -> bool:

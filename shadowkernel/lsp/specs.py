@@ -31,6 +31,7 @@ from .diagnostics import (
     MODES,
     AutoDiagnostics,
     DiagnosticsMode,
+    NoDiagnostics,
     PullDiagnostics,
     PushDiagnostics,
     TsserverDiagnostics,
@@ -43,7 +44,7 @@ RECHECKS = ("", "resend", "reopen")  # see ServerSpec.recheck_open
 
 
 def diagnostics_mode(mode: DiagnosticsMode | str) -> DiagnosticsMode:
-    """A mode, or the name of a built-in one ("auto", "pull", "push", "tsserver")."""
+    """A mode, or the name of a built-in one ("auto", "pull", "push", "tsserver", "none")."""
     if isinstance(mode, DiagnosticsMode):
         return mode
     return _named("diagnostics", mode, MODES, "DiagnosticsMode")
@@ -76,7 +77,7 @@ class ServerSpec:
     support (static or dynamically registered) and uses `textDocument/diagnostic`; "push"
     waits for `publishDiagnostics` with the version sent; "tsserver" asks
     typescript-language-server's tsserver synchronously; "auto" pulls when the server
-    offers it and falls back to push.
+    offers it and falls back to push; "none" never asks (a server kept for navigation).
     quick_fixes: a `FixSource` or the name of a built-in one: "code-actions" asks the server
     (textDocument/codeAction); "ruff-data" reads them from each diagnostic's `data`, where
     ruff puts its fix and its noqa edit (one round trip less per linted file; the same
@@ -218,12 +219,16 @@ def builtin_specs() -> dict[str, ServerSpec]:
         # ty in push mode never republishes a file whose dependency changed: pull only.
         ServerSpec("ty", ("ty", "server"), python, diagnostics=PullDiagnostics(),
                    install=_PIP.format("ty")),
+        # pylsp debounces linting (0.5 s, hard-coded): each answer costs that much; versioned
+        # publishes keep it exact.
         ServerSpec("pylsp", ("pylsp",), python, diagnostics=PushDiagnostics(),
                    install=_PIP.format("python-lsp-server")),
-        # pylsp and jedi-language-server debounce linting (0.5 s and 1 s, hard-coded): each
-        # answer costs that much; versioned publishes keep it exact.
+        # jedi-language-server navigates. Its lints (syntax errors only, published a fixed
+        # second after each change) are off: a lint with ruff beside it waited that second.
         ServerSpec("jedi-language-server", ("jedi-language-server",), python,
-                   diagnostics=PushDiagnostics(), install=_PIP.format("jedi-language-server")),
+                   diagnostics=NoDiagnostics(),
+                   initialization_options={"diagnostics": {"enable": False}},
+                   install=_PIP.format("jedi-language-server")),
         # Publishes without a version, so the final answer comes from tsserver directly.
         ServerSpec("typescript-language-server", ("typescript-language-server", "--stdio"), ts,
                    diagnostics=TsserverDiagnostics(), initialization_options=_ts_options(),

@@ -45,7 +45,7 @@ from ..errors import (
 from ..lsp import LspPool, registry
 from ..lsp.client import warm_codec
 from ..lsp.navigation import Symbol
-from ..lsp.pool import check_names
+from ..lsp.pool import linters
 from ..lsp.specs import ServerSpec
 from ..overlay.detached import DetachedShadow, private_cache_env
 from ..overlay.shadow import Shadow
@@ -214,20 +214,21 @@ class Workspace:
 
     def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
         """Detached shadows root servers at the user's folder: their caches go elsewhere."""
-        specs: list[ServerSpec] = registry.resolve_specs(self._lsp_servers, Path(self.root))
+        specs = self._specs
         if not isinstance(shadow, DetachedShadow):
             return specs
         env = private_cache_env(shadow.cache_dir)
         return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
 
     @functools.cached_property
-    def _server_names(self) -> frozenset[str]:
-        return frozenset(s.name for s in registry.resolve_specs(self._lsp_servers, Path(self.root)))
+    def _specs(self) -> list[ServerSpec]:
+        return registry.resolve_specs(self._lsp_servers, Path(self.root))
 
     def check_servers(self, names: Sequence[str]) -> None:
-        """NotFound naming what `names` asks that is no language server of the workspace (as
-        the pool says it; a lint with no file to lint asks the pool nothing)."""
-        check_names(names, self._server_names)
+        """For a lint: NotFound naming what `names` asks that is no language server of the
+        workspace, ArgumentError naming one kept for navigation only (as the pool says it;
+        a lint with no file to lint asks the pool nothing)."""
+        linters(self._specs, names)
 
     def _pool(self, shadow: Shadow | DetachedShadow) -> LspPool:
         return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
