@@ -89,7 +89,9 @@ def test_one_turn_sends_the_prompt_and_parses_the_reply(fake, no_proxy):
     assert body["temperature"] == 0.2 and body["seed"] == 3
     system, user = body["messages"]
     assert system["role"] == "system" and "SEARCH" in system["content"]
-    assert "Add, do not subtract." in user["content"] and "F821 Undefined name `c`" in user["content"]
+    assert (
+        "Add, do not subtract." in user["content"] and "F821 Undefined name `c`" in user["content"]
+    )
 
 
 @pytest.mark.skipif(not HAS_FUSE, reason="needs /dev/fuse and fusermount3")

@@ -107,11 +107,13 @@ def test_bootstrap_matches_an_independent_computation():
     assert diff == pytest.approx(0.5)  # 7/10 - 2/10
     idx = np.random.default_rng(11).integers(0, 10, size=(500, 10))
     by_hand = sorted(sum(LINTS[i] - NONE[i] for i in row) / 10 for row in idx)
+
     # numpy's default quantile interpolates linearly between order statistics
     def quantile(q):
         k = (len(by_hand) - 1) * q
         f = math.floor(k)
         return by_hand[f] + (by_hand[min(f + 1, len(by_hand) - 1)] - by_hand[f]) * (k - f)
+
     assert (low, high) == pytest.approx((quantile(0.025), quantile(0.975)))
     assert low < diff < high
     assert bootstrap_diff(x, x, 200, 0) == (0.0, 0.0, 0.0)

@@ -65,7 +65,8 @@ def test_same_seed_same_frame(ws, first):
     other = sk.experiment(agent(seed=5), SUITE, ["none"], seeds=[0], budget=3, workspace=ws,
                           progress=False)  # fmt: skip
     assert not reproducible(other).equals(
-        reproducible(first[first.condition == "none"]).reset_index(drop=True))
+        reproducible(first[first.condition == "none"]).reset_index(drop=True)
+    )
 
 
 class Interrupting:
@@ -85,8 +86,17 @@ class Interrupting:
 
 def test_resume_after_an_interrupt(ws, first, tmp_path):
     cache = tmp_path / "cells"
-    run = lambda a: sk.experiment(a, SUITE, CONDITIONS, seeds=[0], budget=3,  # noqa: E731
-                                  workspace=ws, progress=False, concurrency=1, cache=cache)
+    run = lambda a: sk.experiment(
+        a,
+        SUITE,
+        CONDITIONS,
+        seeds=[0],
+        budget=3,  # noqa: E731
+        workspace=ws,
+        progress=False,
+        concurrency=1,
+        cache=cache,
+    )
     with pytest.raises(KeyboardInterrupt):
         run(Interrupting(agent(), at_cell=4))
     assert len(list(cache.glob("*.json"))) == 3  # the three finished cells
