@@ -461,6 +461,18 @@ def test_ruff_lints_and_jedi_navigates(tmp_path: Path) -> None:
         assert (target.path, target.line) == ("lib.py", 1)
 
 
+@needs("jedi-language-server")
+def test_a_lint_where_no_server_lints_says_so(tmp_path: Path) -> None:
+    """An empty table would read as clean code."""
+    write(tmp_path, {"lib.py": LIB})
+    with sk.Workspace(tmp_path, servers=["jedi-language-server"], state=None) as ws:
+        branch = ws.branch("a")
+        branch.write("lib.py", LIB + "print(greet('y'\n")
+        with pytest.raises(sk.ArgumentError, match="no language server of this workspace lints"):
+            branch.lint()
+        assert [s.name for s in branch.symbols("lib.py")][:1] == ["greet"]
+
+
 # -- TypeScript ----------------------------------------------------------------------------------
 
 TS_BROKEN = "const n: number = 'text';\nexport const m = n + missing;\n"

@@ -365,7 +365,7 @@ class Branch:
             bases, modes = dict(self.state.bases), dict(self.state.modes)
         targets = self._lint_targets(version, paths)
         servers, checker_names = checkers.chosen(servers, self.workspace.checkers)
-        if servers:
+        if servers or not checker_names:  # some language server is asked
             self.workspace.check_servers(servers)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 

@@ -224,11 +224,16 @@ class Workspace:
     def _specs(self) -> list[ServerSpec]:
         return registry.resolve_specs(self._lsp_servers, Path(self.root))
 
-    def check_servers(self, names: Sequence[str]) -> None:
+    def check_servers(self, names: Sequence[str] | None) -> None:
         """For a lint: NotFound naming what `names` asks that is no language server of the
         workspace, ArgumentError naming one kept for navigation only (as the pool says it;
-        a lint with no file to lint asks the pool nothing)."""
-        linters(self._specs, names)
+        a lint with no file to lint asks the pool nothing), or saying that none of its
+        servers lints: an empty table would read as clean code."""
+        if not linters(self._specs, names) and names is None and self._specs:
+            kept = ", ".join(spec.name for spec in self._specs)
+            raise ArgumentError(f"no language server of this workspace lints ({kept}: kept for "
+                                "navigation); open it with one that does, e.g. ruff beside "
+                                "it")  # fmt: skip
 
     def _pool(self, shadow: Shadow | DetachedShadow) -> LspPool:
         return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
