@@ -1,6 +1,7 @@
 """What does MCP add on top of the Python API, on a real project, through a real client?
 
-- stdio, per server (ruff, pyright): `shadowkernel mcp SRC --servers S` as a subprocess,
+- stdio, per server (ruff, pyright, and `defaults`: the server without `--servers`, ruff with
+  jedi-language-server to navigate): `shadowkernel mcp SRC --servers S` as a subprocess,
   driven by the SDK's client, beside a `Workspace` on the same project in this process. Each
   round trip stages the project's largest module with a new undefined name at its end
   (`write_file`) and asks for final lints of that file at exactly that version (`lint`);
@@ -16,7 +17,7 @@ then as its last line one JSON object with every figure and the targets. It repo
 never asserts. Figures are noisy on a shared machine: the load is printed.
 
     .venv/bin/python benchmarks/mcp.py [--project more-itertools==11.2.1] [--edits N]
-                                       [--servers ruff,pyright] [--path SERVER=PATH]
+                                       [--servers ruff,pyright,defaults] [--path SERVER=PATH]
                                        [--clients N] [--rounds N]
 """
 
@@ -43,12 +44,14 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 from mcp_helpers import Agent, http_server, over_http, over_stdio  # noqa: E402
 
 from shadowkernel import Workspace  # noqa: E402
+from shadowkernel.cli import default_mcp_servers  # noqa: E402
 from shadowkernel.evals.pypi import unpack  # noqa: E402
 
 sys.path.append(HERE)  # last: the SDK's `mcp` is imported and found before this folder
 import _project  # noqa: E402
 
 TARGET_RATIO = 1.2  # MCP's median stage -> final lints over the API's, per server
+DEFAULTS = "defaults"  # a row of `shadowkernel mcp` without --servers (and the API likewise)
 
 
 def project(spec: str, into: Path) -> Path:
@@ -83,9 +86,12 @@ async def side_by_side(
     one folder's default one is held by one process at a time."""
     base = (root / path).read_text()
     times: dict[str, list[float]] = {"mcp": [], "api": []}
-    with Workspace(root, servers=[server], state=state) as ws:
+    defaults = server == DEFAULTS  # the server's own choice: ruff, and jedi to navigate
+    servers = default_mcp_servers() if defaults else [server]
+    options = () if defaults else ("--servers", server)
+    with Workspace(root, servers=servers, state=state) as ws:
         direct = ws.branch("a")
-        async with over_stdio(root, "--servers", server, name="bench") as agent:
+        async with over_stdio(root, *options, name="bench", defaults=defaults) as agent:
             await agent.call("create_branch", name="a")
             await round_trip(agent, "a", path, edit(base, 0))  # cold: servers start
             direct.write(path, edit(base, 0))
@@ -199,7 +205,7 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=12)
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--servers", default="ruff,pyright")
+    parser.add_argument("--servers", default=f"ruff,pyright,{DEFAULTS}")
     parser.add_argument("--path", action="append", metavar="SERVER=PATH", default=[],
                         help="the module a server stages (default: the largest)")  # fmt: skip
     args = parser.parse_args()
