@@ -515,8 +515,8 @@ def main() -> None:
     args = parser.parse_args()
     edits = args.edits or (3 if args.quick else 5)
     if args.side:  # a child: one side of one case
-        durable = not args.memory_state
-        print(json.dumps(run_side(args.side, args.root, args.file, args.server, args.n, edits,
+        durable, file = not args.memory_state, args.file or _project.modules(args.root)[0]
+        print(json.dumps(run_side(args.side, args.root, file, args.server, args.n, edits,
                                   args.lanes, durable)))  # fmt: skip
         return
     installed = available_servers()
