@@ -62,6 +62,14 @@ def test_a_table_named_like_a_builtin_changes_only_its_keys(tmp_path: Path) -> N
     assert isinstance(spec.diagnostics, PushDiagnostics) and "*.c" in spec.patterns
 
 
+def test_jedi_language_server_lints_again_where_a_project_says_so(tmp_path: Path) -> None:
+    """Built in, jedi navigates only; the two keys config.py names give its lints back."""
+    assert not known_specs(tmp_path)["jedi-language-server"].diagnostics.lints
+    table = '[servers.jedi-language-server]\ndiagnostics = "push"\ninitialization_options = {}\n'
+    spec = known_specs(project(tmp_path, {"shadowkernel.toml": table}))["jedi-language-server"]
+    assert spec.diagnostics == PushDiagnostics() and spec.initialization_options == {}
+
+
 def test_claude_code_lsp_json_is_read_as_it_is(tmp_path: Path) -> None:
     servers = {"go": {"command": "gopls", "args": ["serve"], "extensionToLanguage": {".go": "go"},
                       "env": {"GOFLAGS": "-mod=mod"}, "initializationOptions": {"a": 1},
