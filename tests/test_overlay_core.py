@@ -104,6 +104,37 @@ def test_spilled_blobs_share_a_segment_that_goes_with_its_last_blob(
     assert not os.path.exists(second)
 
 
+SPILL_ROOT = textwrap.dedent("""
+    import os
+    from shadowkernel.overlay.store import BlobStore
+    store = BlobStore()
+    print(os.path.dirname(store.spill_dir))
+    store.close()
+""")
+
+
+def spill_root_with(mounts: str, **env: str) -> str:
+    """Where a new store's spill folder goes in a child whose mount namespace has tmpfs
+    mounted over `mounts` (private to it: the machine keeps its own /tmp)."""
+    shell = "".join(f"mount -t tmpfs tmpfs {m} && " for m in mounts.split())
+    environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"} | env
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           f"{shell}exec {sys.executable} -c '{SPILL_ROOT}'"],
+                          capture_output=True, text=True, env=environment, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs in a mount namespace: needs root")
+def test_spills_go_to_disk_where_tmp_keeps_its_files_in_memory() -> None:
+    """/tmp is a tmpfs on Debian 13, Fedora and Arch: bytes spilled past the memory budget
+    would stay in memory, so they go to /var/tmp; unless that is in memory too, or the user
+    chose the temporary directory ($TMPDIR)."""
+    assert spill_root_with("/tmp") == "/var/tmp"
+    assert spill_root_with("/tmp /var/tmp") == "/tmp"
+    assert spill_root_with("/tmp", TMPDIR="/tmp") == "/tmp"
+
+
 def test_whiteout_and_blobs_keep_their_identity_across_pickling() -> None:
     store = BlobStore()
     blob = store.make(b"x")

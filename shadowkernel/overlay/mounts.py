@@ -23,6 +23,23 @@ def shadow_mounts() -> list[str]:
     return found
 
 
+def filesystem_type(path: str) -> str:
+    """The type of the file system that holds `path` ("ext4", "tmpfs", ...): the innermost
+    mount of /proc/self/mountinfo at or above it, the last one mounted there winning."""
+    target, found, depth = os.path.realpath(path), "", -1
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            point = _unescape(fields[4])
+            if _under(target, point) and len(point) >= depth:
+                found, depth = fields[fields.index("-") + 1], len(point)
+    return found
+
+
+def _under(path: str, point: str) -> bool:
+    return point == "/" or path == point or path.startswith(point.rstrip("/") + "/")
+
+
 def is_stale(mountpoint: str) -> bool:
     """A mount whose overlay process is gone answers ENOTCONN ("transport endpoint")."""
     try:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..paths import RelPath, is_within
+from .mounts import filesystem_type
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
@@ -216,19 +217,31 @@ class Segment:
 
 
 SPILL_PREFIX = "shadowkernel-spill-"
+ON_DISK_TEMP = "/var/tmp"  # temporary files kept on disk, by convention (FHS)
 
 
 def new_spill_dir() -> str:
-    """A private folder for spill files, named by this process's pid. The folders of dead
-    processes (a killed kernel's: SIGKILL runs no cleanup) go first; nothing else removes
-    them, and each may hold hundreds of megabytes."""
-    temp = tempfile.gettempdir()
+    """A private folder for spill files, named by this process's pid, in `spill_root()`. The
+    folders of dead processes (a killed kernel's: SIGKILL runs no cleanup) go first; nothing
+    else removes them, and each may hold hundreds of megabytes."""
+    root = spill_root()
     with contextlib.suppress(OSError):
-        for name in os.listdir(temp):
+        for name in os.listdir(root):
             pid = _spill_pid(name)
             if pid is not None and process_gone(pid):
-                _remove_own_folder(os.path.join(temp, name))
-    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-")
+                _remove_own_folder(os.path.join(root, name))
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=root)
+
+
+def spill_root() -> str:
+    """The temporary directory, unless it keeps its files in memory while nobody chose it
+    ($TMPDIR unset) and ON_DISK_TEMP is a writable folder on disk: /tmp is a tmpfs on Debian
+    13, Fedora and Arch, where bytes spilled past the memory budget would stay in memory."""
+    temp = tempfile.gettempdir()
+    if "TMPDIR" in os.environ or filesystem_type(temp) != "tmpfs":
+        return temp
+    writable = os.path.isdir(ON_DISK_TEMP) and os.access(ON_DISK_TEMP, os.W_OK | os.X_OK)
+    return ON_DISK_TEMP if writable and filesystem_type(ON_DISK_TEMP) != "tmpfs" else temp
 
 
 def _spill_pid(name: str) -> int | None:
