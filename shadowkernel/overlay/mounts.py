@@ -25,14 +25,18 @@ def shadow_mounts() -> list[str]:
 
 def filesystem_type(path: str) -> str:
     """The type of the file system that holds `path` ("ext4", "tmpfs", ...): the innermost
-    mount of /proc/self/mountinfo at or above it, the last one mounted there winning."""
+    mount of /proc/self/mountinfo at or above it, the last one mounted there winning; "" when
+    /proc cannot tell."""
     target, found, depth = os.path.realpath(path), "", -1
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            point = _unescape(fields[4])
-            if _under(target, point) and len(point) >= depth:
-                found, depth = fields[fields.index("-") + 1], len(point)
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return ""
+    for fields in map(str.split, lines):
+        point = _unescape(fields[4])
+        if _under(target, point) and len(point) >= depth:
+            found, depth = fields[fields.index("-") + 1], len(point)
     return found
 
 
