@@ -86,17 +86,11 @@ class Interrupting:
 
 def test_resume_after_an_interrupt(ws, first, tmp_path):
     cache = tmp_path / "cells"
-    run = lambda a: sk.experiment(
-        a,
-        SUITE,
-        CONDITIONS,
-        seeds=[0],
-        budget=3,  # noqa: E731
-        workspace=ws,
-        progress=False,
-        concurrency=1,
-        cache=cache,
-    )
+
+    def run(a):
+        return sk.experiment(a, SUITE, CONDITIONS, seeds=[0], budget=3, workspace=ws,
+                             progress=False, concurrency=1, cache=cache)  # fmt: skip
+
     with pytest.raises(KeyboardInterrupt):
         run(Interrupting(agent(), at_cell=4))
     assert len(list(cache.glob("*.json"))) == 3  # the three finished cells
