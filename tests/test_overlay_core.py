@@ -108,21 +108,24 @@ SPILL_ROOT = textwrap.dedent("""
     import os
     from shadowkernel.overlay.store import BlobStore
     store = BlobStore()
-    print(os.path.dirname(store.spill_dir))
+    print(store.spill_dir)
     store.close()
 """)
 
 
 def spill_root_with(mounts: str, **env: str) -> str:
-    """Where a new store's spill folder goes in a child whose mount namespace has tmpfs
-    mounted over `mounts` (private to it: the machine keeps its own /tmp)."""
+    """Where a new store's spill folder goes (its user's folder of them, and the folder that
+    holds it) in a child whose mount namespace has tmpfs mounted over `mounts` (private to
+    it: the machine keeps its own /tmp)."""
     shell = "".join(f"mount -t tmpfs tmpfs {m} && " for m in mounts.split())
     environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"} | env
     done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                            f"{shell}exec {sys.executable} -c '{SPILL_ROOT}'"],
                           capture_output=True, text=True, env=environment, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    parent = Path(done.stdout.strip()).parent
+    assert parent.name == f"shadowkernel-spills-{os.geteuid()}", parent
+    return str(parent.parent)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs in a mount namespace: needs root")

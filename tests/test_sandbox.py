@@ -92,6 +92,15 @@ def seen_host_process():
             pass
     return "not seen"
 
+def branch_bytes():  # what shadowkernel keeps of branches: spill folders, durable branches
+    import glob
+    state = os.path.join(os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"),
+                         "shadowkernel")
+    found = [*glob.glob("/tmp/shadowkernel-spill*/**", recursive=True),
+             *glob.glob("/var/tmp/shadowkernel-spill*/**", recursive=True),
+             *glob.glob(state + "/**", recursive=True)]
+    return sorted(p for p in found if os.path.isfile(p))
+
 def block_devices():
     return sorted(n for n in os.listdir("/dev") if stat.S_ISBLK(os.lstat("/dev/" + n).st_mode))
 
@@ -162,6 +171,7 @@ attempt("userfaultfd", lambda: syscall("userfaultfd", 0o2000000))
 attempt("io_uring_setup", lambda: syscall("io_uring_setup", 1, ctypes.create_string_buffer(120)))
 attempt("bpf", lambda: syscall("bpf", 0, ctypes.create_string_buffer(72), 72))
 attempt("perf_event_open", lambda: syscall("perf_event_open", perf, 0, -1, -1, 0))
+attempt("branch_bytes", branch_bytes)
 attempt("unshare_user", lambda: syscall("unshare", 0x10000000))  # last: it moves the probe
 print(json.dumps(report))
 """
@@ -192,6 +202,7 @@ class AsRoot:
 
         self.project, self.home, self.mode = project, home, mode
         self.shadow = Shadow(project)
+        self.state_home = Path(os.environ["XDG_STATE_HOME"]) / "shadowkernel"  # the run's too
 
     def run(self, argv: list[str], cancel: threading.Event | None = None,
             staged: dict[str, str] | None = None, **limits) -> Ran:  # fmt: skip
@@ -271,6 +282,7 @@ class AsUser:
 
     def __init__(self, project: Path, home: Path, mode: str, code: Path) -> None:
         self.project, self.home, self.mode = project, home, mode
+        self.state_home = home / ".local/state/shadowkernel"  # no $XDG_STATE_HOME given
         entry = pwd.getpwnam(USER)
         line = [*as_user(entry), PYTHON, "-c", SERVE_RUNS, str(project), mode]
         env = {"HOME": str(home), "PATH": os.environ["PATH"], "USER": USER,
@@ -418,6 +430,8 @@ def battery(who: AsRoot | AsUser, base: Path) -> Iterator[dict]:
                 "port": server.getsockname()[1], "device": [os.major(device), os.minor(device)],
                 "devname": block_device_name(device), "syscalls": SYSCALLS,
                 "abstract": abstract}  # fmt: skip
+        owns = who.home / ".local" if isinstance(who, AsUser) else None
+        kept = keep_a_branch(who.state_home, marker, owns)
         before = (snapshot(who.project), tree_hash(who.home))
         ran = who.run([PYTHON, "-c", PROBE, json.dumps(args)])
         after = (snapshot(who.project), tree_hash(who.home))
@@ -427,7 +441,20 @@ def battery(who: AsRoot | AsUser, base: Path) -> Iterator[dict]:
     sleeper.wait()
     assert ran.exit_code == 0, ran.stderr
     yield {"report": json.loads(ran.stdout), "ran": ran, "before": before, "after": after,
-           "outside": outside, "accepted": accepted, "sleeper_alive": alive, "marker": marker}  # fmt: skip
+           "outside": outside, "accepted": accepted, "sleeper_alive": alive, "marker": marker,
+           "kept": kept}  # fmt: skip
+    shutil.rmtree(kept.parent.parent)
+
+
+def keep_a_branch(state_home: Path, marker: str, user_owns: Path | None = None) -> Path:
+    """A durable branch's blob, as the store keeps it, in `state_home` (the one the run would
+    read); `user_owns`: a folder given to the normal user, with all below it."""
+    blob = state_home / f"project-{marker}" / "blobs" / marker
+    blob.parent.mkdir(parents=True)
+    blob.write_text(f"SECRET = {marker!r}\n")
+    if user_owns is not None:
+        subprocess.run(["chown", "-R", f"{USER}:{USER}", str(user_owns)], check=True)
+    return blob
 
 
 @contextlib.contextmanager
@@ -466,7 +493,8 @@ def test_the_probe_finds_the_doors_open_outside_a_sandbox(base: Path) -> None:
     # Not raw_device: this machine's devices cgroup already refuses even root that open.
     only = ["tmp_outside", "block_devices", "cgroups", "host_process", "signal_host",
             "host_loopback", "status", "abstract_socket", "keyctl", "add_key", "userfaultfd",
-            "io_uring_setup", "unshare_user"]  # fmt: skip
+            "io_uring_setup", "unshare_user", "branch_bytes"]  # fmt: skip
+    kept = keep_a_branch(Path(os.environ["XDG_STATE_HOME"]) / "shadowkernel", marker)
     try:
         with socket.socket() as server, abstract_listener() as abstract:
             server.bind(("127.0.0.1", 0))
@@ -482,6 +510,8 @@ def test_the_probe_finds_the_doors_open_outside_a_sandbox(base: Path) -> None:
         sleeper.kill()
         sleeper.wait()
     report = json.loads(native.stdout)
+    shutil.rmtree(kept.parent.parent)
+    assert str(kept) in report["branch_bytes"], report["branch_bytes"]
     assert [door for door in only if str(report[door]).startswith("refused")] == [], report
     assert report["host_process"].startswith("seen") and report["block_devices"] != []
     assert report["status"]["CapEff"] != 0 and report["status"]["uid_map"] == "0 0 4294967295"
@@ -508,6 +538,14 @@ def test_writes_to_home_land_in_a_throwaway_layer(battery: dict, who) -> None:
     ran = battery["ran"]  # a copy-on-write layer: the run wrote, and the result says so
     assert battery["report"]["home_rc"] == battery["report"]["home_new"] == "done"
     assert ran.written_outside == (f"{who.home}/.bashrc", f"{who.home}/new.txt")
+
+
+def test_no_branch_bytes_are_read_past_the_project(battery: dict) -> None:
+    """What shadowkernel keeps of every branch outside the project, the spill folders (blobs
+    past the memory budget) and the durable branches (the state home), is hidden from a run:
+    another branch's bytes are not this run's to read."""
+    assert battery["kept"].is_file()  # there to find, outside
+    assert battery["report"]["branch_bytes"] == [], battery["report"]["branch_bytes"]
 
 
 def test_etc_is_read_only(battery: dict) -> None:

@@ -38,16 +38,20 @@ def test_a_killed_processs_spill_folder_goes_a_live_ones_stays(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     killed, killed_dir = spiller(tmp_path)
     alive, alive_dir = spiller(tmp_path)
+    parent = tmp_path / f"shadowkernel-spills-{os.geteuid()}"  # this user's, 0700
     try:
-        assert killed_dir.parent == tmp_path and any(killed_dir.iterdir())
+        assert killed_dir.parent == parent and any(killed_dir.iterdir())
+        assert oct(parent.stat().st_mode & 0o777) == "0o700"
         killed.send_signal(signal.SIGKILL)
         killed.wait()
         assert killed_dir.exists()  # nothing removed it
-        unrelated = tmp_path / "shadowkernel-spill-notapid"  # not one of ours by name: kept
+        unrelated = parent / "shadowkernel-spill-notapid"  # not one of ours by name: kept
         unrelated.mkdir()
+        older = tmp_path / f"shadowkernel-spill-{killed.pid}-old"  # an older version's place
+        older.mkdir()
         store = BlobStore()
         try:
-            assert not killed_dir.exists()
+            assert not killed_dir.exists() and not older.exists()
             assert alive_dir.exists() and any(alive_dir.iterdir())
             assert unrelated.exists()
             assert Path(store.spill_dir).name.startswith(f"shadowkernel-spill-{os.getpid()}-")

@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import weakref
@@ -217,20 +218,38 @@ class Segment:
 
 
 SPILL_PREFIX = "shadowkernel-spill-"
+SPILLS = "shadowkernel-spills-"  # + the uid: one user's spill folders (a run hides it whole)
 ON_DISK_TEMP = "/var/tmp"  # temporary files kept on disk, by convention (FHS)
 
 
 def new_spill_dir() -> str:
-    """A private folder for spill files, named by this process's pid, in `spill_root()`. The
-    folders of dead processes (a killed kernel's: SIGKILL runs no cleanup) go first; nothing
-    else removes them, and each may hold hundreds of megabytes."""
+    """A private folder for spill files, named by this process's pid, in `spill_parent()`.
+    The folders of dead processes (a killed kernel's: SIGKILL runs no cleanup) go first;
+    nothing else removes them, and each may hold hundreds of megabytes."""
+    parent = spill_parent()
+    for folder in dict.fromkeys([parent, spill_root()]):  # the root: older versions' folders
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                pid = _spill_pid(name)
+                if pid is not None and process_gone(pid):
+                    _remove_own_folder(os.path.join(folder, name))
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=parent)
+
+
+def spill_parent() -> str:
+    """This user's folder of spill folders in `spill_root()`, made 0700 when missing: a run
+    hides it whole, so what a kernel started during the run spills stays out of its sight
+    too. The root itself where that name is something else (another's folder, a link)."""
     root = spill_root()
-    with contextlib.suppress(OSError):
-        for name in os.listdir(root):
-            pid = _spill_pid(name)
-            if pid is not None and process_gone(pid):
-                _remove_own_folder(os.path.join(root, name))
-    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=root)
+    parent = os.path.join(root, f"{SPILLS}{os.geteuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(parent, 0o700)
+    try:
+        info = os.lstat(parent)
+    except OSError:
+        return root
+    private = stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700
+    return parent if private and info.st_uid == os.geteuid() else root
 
 
 def spill_root() -> str:

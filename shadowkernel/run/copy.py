@@ -105,7 +105,8 @@ def run_in_copy(shadow: DetachedShadow, request: Request) -> RunResult:
         with Layers(layered, disk, scratch_parent(), view.mounter,
                     unlisted=frozenset(TMP_DIRS)) as layers, \
                 private_tmp(layer == "landlock") as tmp:  # fmt: skip
-            plan = sandbox_plan(shadow, view, argv, request.workdir, network, layers, disk)
+            plan = sandbox_plan(shadow, view, argv, request.workdir, network, layers, disk,
+                                request.private)  # fmt: skip
             plan = confine(_in_order(plan, view, copy.linked, shadow.source), request,
                            [copy.root, tmp] if tmp else [])  # fmt: skip
             ended = execute(plan, with_tmp(request.environment, tmp), request.timeout,

@@ -43,15 +43,25 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..errors import RunError
 from ..overlay.detached import DetachedShadow
-from ..overlay.store import BlobStore, Manifest, Override, freeze, patched
+from ..overlay.store import (
+    SPILL_PREFIX,
+    SPILLS,
+    BlobStore,
+    Manifest,
+    Override,
+    freeze,
+    patched,
+    spill_root,
+)
 from ..overlay.upper import read_upper
 from ..paths import ROOT, RelPath, is_within, rel
+from ..userdirs import state_home
 from . import capabilities, seccomp
 from .capabilities import Confinement
 from .cgroup import RunCgroup, hierarchies
@@ -95,6 +105,7 @@ def run_in_shadow(
     cwd: str = ROOT, writable: Sequence[str] = (), max_processes: int = DEFAULT_MAX_PROCESSES,
     max_memory: int = DEFAULT_MAX_MEMORY, max_disk: int = DEFAULT_MAX_DISK,
     cancel: threading.Event | None = None, sandbox: bool = True, on_output: OnOutput | None = None,
+    private: Sequence[str] = (),
 ) -> RunResult:  # fmt: skip
     """Run `command` (a shell string, an argv list, or Python code with `python=True`) in
     `manifest`'s view of `shadow.source`, and return its output and what it wrote.
@@ -104,14 +115,15 @@ def run_in_shadow(
     thread) kills the run and all its processes. `network=True` gives the run the machine's
     network, nothing else; `sandbox=False` runs it unconfined, and is needed where neither
     bwrap nor Landlock can confine it. `on_output(stream, chunk)` hears the output as it
-    arrives (from the thread reading it; keep it quick), e.g. to show a long run's tail."""
+    arrives (from the thread reading it; keep it quick), e.g. to show a long run's tail.
+    `private`: more directories the run must not see (a workspace's own state directory)."""
     environment = dict(os.environ if env is None else env)
     outside = check_writable(writable, shadow.source)
     request = Request(
         time.monotonic(), freeze(manifest), command, python, rel(cwd), network, mode, environment,
         _layered(environment, outside, shadow.source),
         Limits(max_processes, max_memory, max_disk), timeout, output_cap, cancel, outside,
-        capabilities.confinement(sandbox, network), on_output,
+        capabilities.confinement(sandbox, network), on_output, tuple(private),
     )  # fmt: skip
     return _strategy(shadow)(shadow, request)
 
@@ -157,6 +169,7 @@ class Request:
     writable: tuple[str, ...]  # the `writable=` paths, checked
     confinement: Confinement  # the layer that confines the run
     on_output: OnOutput | None = None  # hears the output as it arrives
+    private: tuple[str, ...] = ()  # directories hidden from the run, besides shadowkernel's own
 
 
 def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
@@ -171,7 +184,7 @@ def _run_mounted(shadow, request: Request) -> RunResult:  # fmt: skip
                 private_tmp(request.confinement.layer == "landlock") as tmp:  # fmt: skip
             notes += _failed_notes(layers)
             plan = sandbox_plan(shadow, view, argv, request.workdir, network, layers,
-                                request.limits.disk)  # fmt: skip
+                                request.limits.disk, request.private)  # fmt: skip
             plan = confine(plan, request, [view.root, tmp] if tmp else [])
             ended = execute(plan, with_tmp(request.environment, tmp), request.timeout,
                             request.output_cap, request.limits, request.cancel,
@@ -328,12 +341,42 @@ def interpreter(source: str, root: str) -> str:
     return sys.executable
 
 
+def outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """`paths` less those inside another of them: an empty tmpfs over a folder leaves no
+    folder below it to cover (bwrap would fail to make one on the read-only tmpfs)."""
+    unique = list(dict.fromkeys(os.path.realpath(p) for p in paths))
+    return tuple(p for p in unique if not any(q != p and is_within(p, q) for q in unique))
+
+
+def branch_folders(shadow: ShadowView) -> list[str]:
+    """Where shadowkernel keeps branches' bytes outside the project: the spill folders of
+    blobs past the memory budget (this shadow's, every user's folder of them this user may
+    read, and folders older versions made one per process) and the durable branches of every
+    folder (the state home). A run of one branch reads neither."""
+    root = spill_root()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith((SPILLS, SPILL_PREFIX))]
+    except OSError:
+        names = []
+    spills = [os.path.join(root, n) for n in names]
+    readable = [p for p in spills if os.geteuid() == 0 or _owned(p)]  # others' are 0700
+    return [shadow.store.spill_dir, *readable, str(state_home())]
+
+
+def _owned(path: str) -> bool:
+    try:
+        return os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 def sandbox_plan(shadow, view: RunView, argv: list[str], workdir: RelPath, network: bool,
-                 layers: Layers, disk: int) -> Plan:  # fmt: skip
-    # Kept views of other branches, run layers, the shared FUSE mount and the buses: out of
-    # reach (a /tmp layer shows what lies in /tmp, mounts aside), unless under an empty tmpfs.
+                 layers: Layers, disk: int, private: Sequence[str] = ()) -> Plan:  # fmt: skip
+    # Kept views of other branches, run layers, the shared FUSE mount, what shadowkernel keeps
+    # of every branch and the buses: out of reach (a /tmp layer shows what lies in /tmp,
+    # mounts aside), unless under an empty tmpfs.
     hidden = [views_home(), runs_home(scratch_parent(), layers.privileged), shadow.mountpoint,
-              *BUSES]  # fmt: skip
+              *branch_folders(shadow), *private, *BUSES]  # fmt: skip
     tmpfs = private_tmpfs(layers)
     # The interpreter shadowkernel runs on (python=True runs it) stays visible where an empty
     # tmpfs would cover it: a venv made under /tmp, say.
@@ -348,8 +391,12 @@ def sandbox_plan(shadow, view: RunView, argv: list[str], workdir: RelPath, netwo
         binds=(*layers.binds, view.bind) if view.bind else (),
         enter=view.mounter.enter,
         ids=None if view.mounter.privileged else (os.getuid(), os.getgid()),
-        hide=tuple(
-            p for p in hidden if os.path.isdir(p) and not any(is_within(p, t) for t in tmpfs)
+        hide=outermost(
+            p
+            for p in hidden
+            if os.path.isdir(p)
+            and not any(is_within(p, t) for t in tmpfs)
+            and not is_within(shadow.source, p)  # a project kept in a state home stays seen
         ),  # fmt: skip
         tmpfs=tmpfs,
         tmp_size=disk,

@@ -18,8 +18,9 @@ namespace built in this order, later entries over earlier ones:
 4. `binds`: copy-on-write layers prepared outside (`layers.py`: /tmp and /var/tmp for root,
    $HOME, `writable=` paths), then the branch's view of the project at the user's own path;
 5. `hide`: empty tmpfs over directories the run must not reach (kept overlay views of other
-   branches, when they lie outside /dev and /tmp, which are private already; the session
-   buses' sockets in /run/user and /run/dbus).
+   branches, when they lie outside /dev and /tmp, which are private already; what the
+   workspace keeps of every branch: spill folders, durable branches; the session buses'
+   sockets in /run/user and /run/dbus).
 
 Where cgroups bound the run, a tiny `sh` prefix joins them (so every process of the run is
 counted from the first fork), then `exec`s bwrap (about 1 ms; Python would cost 15-40); where

@@ -210,8 +210,10 @@ class _Run:
         with self.branch.state.lock:
             # Staging drops a path from the scratch layer, so what is left there is newer.
             manifest = self.branch.state.scratch.over(self.version.manifest)
+        state_dir = self.branch.workspace.state_dir  # the branches kept there: none to see
         result = run_in_shadow(shadow, manifest, self.cmd, timeout=self.timeout,
-                               network=self.network, **self.options)  # fmt: skip
+                               network=self.network, private=(state_dir,) if state_dir else (),
+                               **self.options)  # fmt: skip
         _absorb(self.branch, self.version, result.written)
         return result
 
