@@ -100,6 +100,7 @@ class BlobStore:
                 self._segment = None
         if self._owns_dir:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
+            _remove_if_empty(os.path.dirname(self.spill_dir))
 
     def make(self, data: bytes) -> Blob:
         with self._lock:
@@ -226,14 +227,17 @@ def new_spill_dir() -> str:
     """A private folder for spill files, named by this process's pid, in `spill_parent()`.
     The folders of dead processes (a killed kernel's: SIGKILL runs no cleanup) go first;
     nothing else removes them, and each may hold hundreds of megabytes."""
-    parent = spill_parent()
-    for folder in dict.fromkeys([parent, spill_root()]):  # the root: older versions' folders
-        with contextlib.suppress(OSError):
-            for name in os.listdir(folder):
-                pid = _spill_pid(name)
-                if pid is not None and process_gone(pid):
-                    _remove_own_folder(os.path.join(folder, name))
-    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=parent)
+    for _ in range(3):  # the user's folder went between making it and making ours in it
+        parent = spill_parent()
+        for folder in dict.fromkeys([parent, spill_root()]):  # the root: older versions'
+            with contextlib.suppress(OSError):
+                for name in os.listdir(folder):
+                    pid = _spill_pid(name)
+                    if pid is not None and process_gone(pid):
+                        _remove_own_folder(os.path.join(folder, name))
+        with contextlib.suppress(FileNotFoundError):
+            return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=parent)
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=spill_root())
 
 
 def spill_parent() -> str:
@@ -279,6 +283,14 @@ def process_gone(pid: int) -> bool:
     except OSError:
         return False
     return False
+
+
+def _remove_if_empty(parent: str) -> None:
+    """The user's folder of spill folders goes with the last of them (another process may be
+    making one in it: then it is not empty, or that process makes the folder again)."""
+    if os.path.basename(parent).startswith(SPILLS):
+        with contextlib.suppress(OSError):
+            os.rmdir(parent)
 
 
 def _remove_own_folder(path: str) -> None:
