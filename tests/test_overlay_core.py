@@ -104,38 +104,45 @@ def test_spilled_blobs_share_a_segment_that_goes_with_its_last_blob(
     assert not os.path.exists(second)
 
 
+# The temporary directory and the on-disk one are the test's own folders (the child is told
+# them): a tmpfs over the machine's /tmp would hide this checkout where it lies below /tmp.
 SPILL_ROOT = textwrap.dedent("""
-    import os
-    from shadowkernel.overlay.store import BlobStore
-    store = BlobStore()
-    print(store.spill_dir)
-    store.close()
+    import sys, tempfile
+    from shadowkernel.overlay import store
+    tempfile.tempdir, store.ON_DISK_TEMP = sys.argv[1], sys.argv[2]
+    blobs = store.BlobStore()
+    print(blobs.spill_dir)
+    blobs.close()
 """)
 
 
-def spill_root_with(mounts: str, **env: str) -> str:
-    """Where a new store's spill folder goes (its user's folder of them, and the folder that
-    holds it) in a child whose mount namespace has tmpfs mounted over `mounts` (private to
-    it: the machine keeps its own /tmp)."""
-    shell = "".join(f"mount -t tmpfs tmpfs {m} && " for m in mounts.split())
+def spill_root_with(temp: Path, on_disk: Path, in_memory: tuple[Path, ...], **env: str) -> Path:
+    """The folder that holds a new store's folder of spill folders, in a child whose mount
+    namespace has a tmpfs over each of `in_memory` (private to it: the machine sees none)."""
+    shell = "".join(f"mount -t tmpfs tmpfs {folder} && " for folder in in_memory)
     environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"} | env
     done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           f"{shell}exec {sys.executable} -c '{SPILL_ROOT}'"],
+                           f'{shell}exec "$0" -c "$1" "$2" "$3"', sys.executable, SPILL_ROOT,
+                           str(temp), str(on_disk)],
                           capture_output=True, text=True, env=environment, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
     parent = Path(done.stdout.strip()).parent
     assert parent.name == f"shadowkernel-spills-{os.geteuid()}", parent
-    return str(parent.parent)
+    return parent.parent
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs in a mount namespace: needs root")
-def test_spills_go_to_disk_where_tmp_keeps_its_files_in_memory() -> None:
+def test_spills_go_to_disk_where_tmp_keeps_its_files_in_memory(tmp_path: Path) -> None:
     """/tmp is a tmpfs on Debian 13, Fedora and Arch: bytes spilled past the memory budget
-    would stay in memory, so they go to /var/tmp; unless that is in memory too, or the user
-    chose the temporary directory ($TMPDIR)."""
-    assert spill_root_with("/tmp") == "/var/tmp"
-    assert spill_root_with("/tmp /var/tmp") == "/tmp"
-    assert spill_root_with("/tmp", TMPDIR="/tmp") == "/tmp"
+    would stay in memory, so they go to /var/tmp (here: `disk`); unless that is in memory
+    too, or the user chose the temporary directory ($TMPDIR)."""
+    temp, disk = tmp_path / "tmp", tmp_path / "var-tmp"
+    temp.mkdir()
+    disk.mkdir()
+    assert spill_root_with(temp, disk, ()) == temp
+    assert spill_root_with(temp, disk, (temp,)) == disk
+    assert spill_root_with(temp, disk, (temp, disk)) == temp
+    assert spill_root_with(temp, disk, (temp,), TMPDIR=str(temp)) == temp
 
 
 def test_whiteout_and_blobs_keep_their_identity_across_pickling() -> None:
