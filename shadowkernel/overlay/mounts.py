@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 
+from ..paths import is_within
+
 FSNAME = "shadowkernel"
 
 
@@ -35,13 +37,9 @@ def filesystem_type(path: str) -> str:
         return ""
     for fields in map(str.split, lines):
         point = _unescape(fields[4])
-        if _under(target, point) and len(point) >= depth:
+        if is_within(target, point) and len(point) >= depth:
             found, depth = fields[fields.index("-") + 1], len(point)
     return found
-
-
-def _under(path: str, point: str) -> bool:
-    return point == "/" or path == point or path.startswith(point.rstrip("/") + "/")
 
 
 def is_stale(mountpoint: str) -> bool:
