@@ -4,6 +4,7 @@ not take the file over (else it deleted the file under the version that still re
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from overlay_helpers import needs_fuse
 
 import shadowkernel as sk
+from shadowkernel.overlay import store as store_module
 
 pytestmark = [needs_fuse, pytest.mark.timeout(120)]
 
@@ -57,3 +59,42 @@ def test_blobs_spilled_into_one_segment_read_through_the_mount(tmp_path: Path) -
         for name, text in texts.items():
             assert branches[name].run("cat pkg/mod.py", mode="fuse").stdout == text
             assert branches[name].read("pkg/mod.py") == text
+
+
+def held(pid: int, path: str) -> bool:
+    """Whether process `pid` holds an fd on the file that was at `path` (gone or not)."""
+    links = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):  # closed meanwhile
+            links.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return path in links or f"{path} (deleted)" in links
+
+
+def test_the_mount_lets_go_of_a_dropped_branchs_spill_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spill file whose blobs all went leaves the disk: the overlay, which read it while
+    its branch was shown, closes its fd at the next switch (it held it until the workspace
+    closed, so the space a dropped branch took stayed taken: up to 64 MiB per segment)."""
+    monkeypatch.setattr(store_module, "SEGMENT", 1)  # a segment per blob: each goes alone
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg/mod.py").write_text("V = 0\n")
+    with sk.Workspace(project, servers=[], mode="fuse", memory_budget=0, state=None) as ws:
+        a, b = ws.branch("a"), ws.branch("b")
+        a.write("pkg/mod.py", TEXT)
+        spill = a.versions[-1].manifest["pkg/mod.py"].blob.spill  # type: ignore[union-attr]
+        assert spill is not None
+        assert a.run("cat pkg/mod.py", mode="fuse").stdout == TEXT
+        overlay = ws.shadows[0].pid
+        assert overlay is not None and held(overlay, spill)
+        b.write("pkg/mod.py", TEXT + "W = 2\n")  # the next segment: a's is sealed
+        a.drop()
+        del a  # a dropped branch's object still holds its versions
+        assert b.run("cat pkg/mod.py", mode="fuse").stdout == TEXT + "W = 2\n"
+        gc.collect()  # a's version went with the switch away from it, and its blob ...
+        assert not os.path.exists(spill)  # ... so this process removed the file
+        c = ws.branch("c")  # the switch after that lets go of it in the overlay too
+        assert c.run("cat pkg/mod.py", mode="fuse").stdout == "V = 0\n"
+        assert not held(overlay, spill), "the overlay kept the dropped branch's spill file"
+        assert b.run("cat pkg/mod.py", mode="fuse").stdout == TEXT + "W = 2\n"

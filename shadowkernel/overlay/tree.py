@@ -15,6 +15,7 @@ the patched pyfuse3 the kernel stops sending open and release altogether (see fu
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import time
@@ -100,8 +101,13 @@ class Tree:
             # files reach them, and those keep the state they opened (see _detach).
             self._detach(path)
         self.layer.show(manifest, changed)
-        self.contents.keep_open(o for o in changes.values() if o is not None)
+        self.contents.keep_open((o for o in changes.values() if o is not None),
+                                self._overrides_in_use)  # fmt: skip
         return self._forget_entry_times(invalidation)
+
+    def _overrides_in_use(self) -> Iterable[Override]:
+        """What reads may still reach: the shown overrides and those of open orphans."""
+        return itertools.chain(self.layer.entries.values(), self.inodes.orphans.values())
 
     def _forget_entry_times(self, invalidation: Invalidation) -> Invalidation:
         """Directories whose entries programs changed show their own times again; the kernel
