@@ -227,9 +227,10 @@ def new_spill_dir() -> str:
     """A private folder for spill files, named by this process's pid, in `spill_parent()`.
     The folders of dead processes (a killed kernel's: SIGKILL runs no cleanup) go first;
     nothing else removes them, and each may hold hundreds of megabytes."""
+    root = spill_root()  # once: it reads the mount table
     for _ in range(3):  # the user's folder went between making it and making ours in it
-        parent = spill_parent()
-        for folder in dict.fromkeys([parent, spill_root()]):  # the root: older versions'
+        parent = spill_parent(root)
+        for folder in dict.fromkeys([parent, root]):  # the root: older versions'
             with contextlib.suppress(OSError):
                 for name in os.listdir(folder):
                     pid = _spill_pid(name)
@@ -237,14 +238,14 @@ def new_spill_dir() -> str:
                         _remove_own_folder(os.path.join(folder, name))
         with contextlib.suppress(FileNotFoundError):
             return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=parent)
-    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=spill_root())
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=root)
 
 
-def spill_parent() -> str:
-    """This user's folder of spill folders in `spill_root()`, made 0700 when missing: a run
-    hides it whole, so what a kernel started during the run spills stays out of its sight
-    too. The root itself where that name is something else (another's folder, a link)."""
-    root = spill_root()
+def spill_parent(root: str) -> str:
+    """This user's folder of spill folders in `root` (`spill_root()`), made 0700 when
+    missing: a run hides it whole, so what a kernel started during the run spills stays out
+    of its sight too. The root itself where that name is something else (another's folder,
+    a link)."""
     parent = os.path.join(root, f"{SPILLS}{os.geteuid()}")
     with contextlib.suppress(FileExistsError):
         os.mkdir(parent, 0o700)
