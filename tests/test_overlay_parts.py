@@ -153,11 +153,16 @@ def test_contents_read_buffers_blobs_spills_and_lower_files(merged: Merged, tmp_
     store = BlobStore(memory_budget=0, spill_dir=str(tmp_path / "pkg"))
     contents = Contents(merged.lower)
     spilled = store.make(b"spilled bytes")
-    contents.keep_open([File(blob=spilled)])
+    shown = [File(blob=spilled)]
+    contents.keep_open(shown, lambda: shown)
     os.unlink(spilled.spill)  # type: ignore[arg-type]  # the kept fd still reads it
+    contents.keep_open([], lambda: shown)  # a switch that still shows it keeps it
     assert contents.read(spilled, None, 8, 5) == b"bytes"
     assert contents.read(None, RelPath("README.md"), 2, 2) == b"hi"
     assert contents.whole(File(origin="pkg/mod.py")) == b"x = 1\n"
+    contents.keep_open([], lambda: [])  # shown no more, its file gone: the fd goes
+    with pytest.raises(FileNotFoundError):
+        contents.read(spilled, None, 0, 5)
 
 
 # -- owners, modes and times ---------------------------------------------------------------------
