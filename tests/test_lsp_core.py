@@ -42,7 +42,7 @@ from shadowkernel.lsp.documents import (
 from shadowkernel.lsp.jsonrpc import ServerCrashed, content_length, encode, read_message
 from shadowkernel.lsp.languages import EXTENSIONS, language_id, patterns
 from shadowkernel.lsp.linemap import line_map
-from shadowkernel.lsp.pool import linters, select
+from shadowkernel.lsp.pool import _Behind, linters, select
 from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.lsp.specs import builtin_specs
 
@@ -372,6 +372,19 @@ def test_quirks_are_strategies_named_by_value_or_by_name() -> None:
     named = ServerSpec.from_dict("x", {"argv": ["x"], "diagnostics": "push",
                                        "quick_fixes": "ruff-data"})  # fmt: skip
     assert (named.diagnostics, named.quick_fixes) == (PushDiagnostics(), RuffDataFixes())
+
+
+def test_a_server_behind_hears_one_net_event_per_path() -> None:
+    """What a server missed over several switches is told as one event per path, from what
+    it knew of the file to what the disk shows; a file created and deleted unseen is not."""
+    created, changed, deleted = (lsp.FileChangeType.Created, lsp.FileChangeType.Changed,
+                                 lsp.FileChangeType.Deleted)  # fmt: skip
+    behind = _Behind()
+    behind.missed(["a.py"], ["lib.py"], [("lib.py", changed), ("new.py", created)])
+    behind.missed([], ["lib.py"], [("lib.py", deleted), ("new.py", deleted), ("gone.py", deleted)])
+    behind.missed(["b.py"], [], [("gone.py", created), ("late.py", created), ("late.py", changed)])
+    assert behind.seen == {"a.py", "lib.py", "b.py"}
+    assert dict(behind.net_events()) == {"lib.py": deleted, "gone.py": changed, "late.py": created}
 
 
 def test_a_server_kept_for_navigation_is_never_asked_for_lints() -> None:

@@ -268,6 +268,42 @@ def test_interleaved_branches_match_fresh_servers(aio: Loop, make_pool: Any,
         assert aio.run(fresh.lint(["use.py"], fixes=False)) == answers[state][0]
 
 
+@needs("ruff", "pyright")
+def test_a_server_not_asked_catches_up_when_asked(aio: Loop, make_pool: Any,
+                                                  tmp_path: Path) -> None:  # fmt: skip
+    """A switch syncs no server: the request that asks one brings it to the state of that
+    moment. Ruff lints at every switch; pyright, asked at some, misses the others (the disk
+    changed under it: lib.py's greet renamed, back, renamed) and still answers exactly."""
+    root = tmp_path / "shadow"
+    write(root, state_files("B"))
+    pool = make_pool(root, ["ruff", "pyright"])
+    aio.run(pool.start())
+
+    async def switch(state: str, n: int) -> None:
+        write(root, state_files(state))  # the FUSE switch
+        await pool.sync({**staged(state), "use.py": USE + f"x = undefined_{n}\n"}, ["lib.py"])
+
+    def messages(lints: list[Lint]) -> str:
+        return " ".join(lint.message for lint in lints)
+
+    asked = {2: "A", 4: "B", 5: "A"}  # when pyright is asked, and the state then
+    for n, state in enumerate("ABABBA"):
+        aio.run(switch(state, n))
+        ruff = aio.run(pool.lint(["use.py"], ["ruff"], fixes=False))
+        assert f"undefined_{n}" in messages(ruff), ruff
+        pyright = pool.client("pyright")
+        assert pyright is not None
+        if n not in asked:  # untouched by the switch: the text it was last asked about
+            seen = pyright.documents["use.py"].text if "use.py" in pyright.documents else ""
+            assert f"undefined_{n}" not in seen
+            continue
+        lints = aio.run(pool.lint(["use.py"], ["pyright"], fixes=False))
+        assert f"undefined_{n}" in messages(lints), lints
+        assert f"undefined_{n - 1}" not in messages(lints), lints
+        renamed = [lint for lint in lints if lint.line == 1 and "greet" in lint.message]
+        assert bool(renamed) == (state == "A"), (n, state, lints)
+
+
 # -- delta lints against a real server ---------------------------------------------------------
 
 

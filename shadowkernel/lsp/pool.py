@@ -1,7 +1,8 @@
 """The language-server pool rooted at the shadow: one server per spec, started lazily.
 
 The scheduler switches the shadow (the files under `root`) to branch B at version k, then
-calls `sync(documents, changed)`; from then on every answer reflects exactly B@k:
+calls `sync(documents, changed)`; from then on every answer reflects exactly B@k. A server
+is brought to that state when a request asks it, not at every switch (`_Behind`):
 
 - every staged document is open in each server that handles it, with exactly its text;
   documents that are no longer staged are closed (the server falls back to the disk);
@@ -23,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +39,6 @@ from .client import LanguageClient
 from .codec import structure
 from .documents import TextIndex, file_uri_path, matches, uri_to_path
 from .fixes import fix_from_action
-from .jsonrpc import ServerCrashed
 from .lints import Fix, Lint, lint_from_diagnostic, sort_key
 from .registry import resolve_specs
 from .specs import ServerSpec
@@ -69,6 +70,9 @@ class LspPool:
         self._documents: dict[RelPath, str] = {}
         self._changed: tuple[RelPath, ...] = ()
         self._on_disk: dict[RelPath, bool] = {}
+        self._behind: weakref.WeakKeyDictionary[LanguageClient, _Behind] = (
+            weakref.WeakKeyDictionary()
+        )
         self._closed = False
 
     async def __aenter__(self) -> LspPool:
@@ -93,7 +97,8 @@ class LspPool:
     async def sync(
         self, documents: Mapping[RelPath, str] | Mapping[str, str], changed: Iterable[str] = ()
     ) -> None:
-        """Bring every running server to this state (see the module docstring)."""
+        """Make this the state every server answers about (see the module docstring): each
+        running server is brought to it by the next request that asks it."""
         docs = {rel(path): text for path, text in documents.items()}
         changed_paths = tuple(dict.fromkeys(rel(p) for p in changed))
         async with self._lock:
@@ -106,8 +111,8 @@ class LspPool:
             watched = [p for p in changed_paths if any(_hears(c, p) for c in clients)]
             events = self._file_events(watched)
             for client in clients:
-                with contextlib.suppress(ServerCrashed):  # restarted on next use
-                    await self._sync_client(client, previous, set(changed_paths), events)
+                heard = [(path, kind) for path, kind in events if _hears(client, path)]
+                self._behind.setdefault(client, _Behind()).missed(previous, changed_paths, heard)
 
     def saw(self, paths: Iterable[RelPath]) -> None:
         """Note whether each of `paths` is on the disk now, before a switch changes it (the
@@ -132,20 +137,27 @@ class LspPool:
             events.append((path, kind))
         return events
 
-    async def _sync_client(
-        self,
-        client: LanguageClient,
-        previous: Mapping[RelPath, str],
-        changed: set[RelPath],
-        events: list[tuple[RelPath, lsp.FileChangeType]],
-    ) -> None:
+    async def _run(self, spec: ServerSpec, call: Callable[[LanguageClient], Awaitable[T]]) -> T:
+        """`call` on the spec's server, brought to the synced state first."""
+
+        async def brought(client: LanguageClient) -> T:
+            await self._bring(client)
+            return await call(client)
+
+        return await self._servers.run(spec, brought)
+
+    async def _bring(self, client: LanguageClient) -> None:
+        """Tell `client` what changed in the switches it missed (nothing when it missed none)."""
+        behind = self._behind.pop(client, None)
+        if behind is None:
+            return
         # The disk changed first (the FUSE switch), then the editor state: same order here.
-        heard = [(path, kind) for path, kind in events if _hears(client, path)]
+        heard = behind.net_events()
         if heard:
             await client.files_changed(heard)
         recheck = client.spec.recheck_open if heard else ""
         for path in list(client.documents):
-            gone = path not in self._documents and (path in previous or path in changed)
+            gone = path not in self._documents and path in behind.seen
             if gone or recheck == "reopen":  # reopened below, or by the next lint
                 await client.close(path)
         sent = {path: doc.version for path, doc in client.documents.items()}
@@ -176,7 +188,7 @@ class LspPool:
             for spec in linters(self.specs, servers):
                 handled = [p for p in targets if matches(p, spec.patterns)]
                 if handled:
-                    jobs.append(self._servers.run(spec, self._linter(handled, fixes)))
+                    jobs.append(self._run(spec, self._linter(handled, fixes)))
             results = await _all(jobs)
         return sorted((lint for result in results for lint in result), key=sort_key)
 
@@ -291,7 +303,7 @@ class LspPool:
             self._check_open()
             for spec in self.specs:
                 if (await self._servers.client(spec)).supports("workspace_symbol_provider"):
-                    found += await self._servers.run(spec, ask)
+                    found += await self._run(spec, ask)
         return found
 
     async def _at(
@@ -343,7 +355,7 @@ class LspPool:
                 if not (await self._servers.client(spec)).supports(provider):
                     continue
                 offered = True
-                answer = await self._servers.run(spec, ask)
+                answer = await self._run(spec, ask)
                 if answer:
                     return answer
             if not offered:
@@ -370,6 +382,7 @@ class LspPool:
 
     async def _open_staged(self, client: LanguageClient) -> None:
         """A fresh server opens every staged document it handles (see the module docstring)."""
+        self._behind.pop(client, None)  # it reads the disk as it is now
         for path, text in self._documents.items():
             if matches(path, client.spec.patterns):
                 await client.put(path, text)
@@ -409,6 +422,39 @@ def linters(specs: Sequence[ServerSpec], servers: Sequence[str] | None) -> list[
         raise ArgumentError(f"{', '.join(quiet)}: kept for navigation only, not asked for "
                             "lints (diagnostics='none' in its spec)")  # fmt: skip
     return [spec for spec in chosen if spec.diagnostics.lints]
+
+
+@dataclass
+class _Behind:
+    """What a running server missed since a request last asked it: the paths that were
+    documents or changed meanwhile (an open one not staged now closes), and each watched
+    path's first and last file event (told as one net event). Syncing at every switch made
+    every server take every branch's text: with ruff and jedi-language-server (kept for
+    navigation) a ruff lint of more-itertools' more.py cost twice the CPU of ruff's alone."""
+
+    seen: set[RelPath] = field(default_factory=set)
+    events: dict[RelPath, tuple[lsp.FileChangeType, lsp.FileChangeType]] = field(
+        default_factory=dict
+    )
+
+    def missed(self, documents: Iterable[RelPath], changed: Iterable[RelPath],
+               events: Iterable[tuple[RelPath, lsp.FileChangeType]]) -> None:  # fmt: skip
+        self.seen.update(documents, changed)
+        for path, kind in events:
+            first = self.events[path][0] if path in self.events else kind
+            self.events[path] = (first, kind)
+
+    def net_events(self) -> list[tuple[RelPath, lsp.FileChangeType]]:
+        """One event per path, from what the server knew of it to what the disk shows now."""
+        change = lsp.FileChangeType
+        kinds = {(True, True): change.Changed, (True, False): change.Deleted,
+                 (False, True): change.Created}  # (existed, exists) -> the event  # fmt: skip
+        out = []
+        for path, (first, last) in self.events.items():
+            known = (first != change.Created, last != change.Deleted)
+            if known in kinds:  # not created and deleted again unseen
+                out.append((path, kinds[known]))
+        return out
 
 
 def _hears(client: LanguageClient, path: RelPath) -> bool:
