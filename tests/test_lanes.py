@@ -157,6 +157,33 @@ def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_pa
     assert lane.mount_switches == 3
 
 
+@needs_fuse
+@needs_ruff
+@pytest.mark.skipif(not available_servers().get("jedi-language-server"), reason="jedi missing")
+def test_a_lint_beside_a_navigating_server_leaves_the_mount_to_navigation(tmp_path: Path) -> None:
+    """Ruff's lints of two branches beside jedi-language-server, which reads the mount, switch
+    no manifest (their documents carry every change); a definition asked next switches it, and
+    each answers about its own branch."""
+    (tmp_path / "lib.py").write_text("def greet():\n    return 0\n")
+    (tmp_path / "use.py").write_text("from lib import greet\n\ngreet()\n")
+    with sk.Workspace(tmp_path, servers=["ruff", "jedi-language-server"], lanes=1,
+                      state=None) as ws:  # fmt: skip
+        a, b = ws.branch("a"), ws.branch("b")
+        for branch, blank in ((a, 1), (b, 3)):  # greet at line 1 + blank
+            branch.write("lib.py", "\n" * blank + "def greet():\n    return 1\n")
+            branch.write("use.py", f"from lib import greet\n\ngreet()\nx = undefined_{blank}\n")
+        for branch, blank in ((a, 1), (b, 3), (a, 1), (b, 3)):
+            assert list(branch.lint(["use.py"])["message"]) == [
+                f"Undefined name `undefined_{blank}`"
+            ]
+        lane = ws._scheduler.lanes[0]
+        assert lane.mount_switches == 0
+        for branch, blank in ((a, 1), (b, 3)):
+            [target] = branch.definition("use.py", 3, 1)
+            assert (target.path, target.line) == ("lib.py", 1 + blank)
+        assert lane.mount_switches == 2
+
+
 @needs_ruff
 @pytest.mark.parametrize(
     ("lanes", "mode"),

@@ -5,7 +5,9 @@ A request is a `job(lane)` coroutine function plus who asked (branch, version, o
 `RequestQueue` what to serve next, runs the job and records an `Event`. A job brings the lane
 to the state it needs with `await lane.show(snapshot)`: the shadow activates the snapshot's
 manifest and the pool is synced to its documents; a lane already showing it does nothing, which
-is why consecutive requests of one branch cost no switch.
+is why consecutive requests of one branch cost no switch. A job that asks only servers reading
+nothing but their open documents (`show(snapshot, servers)`) leaves the mount as it is when
+the documents carry every change; the next job that needs the mount switches it.
 
 Everything here runs on the workspace's one event loop; callers on other threads go through
 `asyncio.run_coroutine_threadsafe` (see workspace.py).
@@ -24,7 +26,7 @@ import contextvars
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -77,20 +79,25 @@ class Lane:
         # With several lanes (or some to come) the blocking activate call goes to a thread, so
         # one lane's switch does not stall another lane's language-server traffic.
         self._threaded = threaded
-        # Servers that read nothing but their open documents (single-file linters): a switch
-        # that changes only such documents needs no new manifest on the mount.
-        specs = getattr(pool, "specs", None) or ()
-        self._documents_only = bool(specs) and all(s.name in SINGLE_FILE_SERVERS for s in specs)
+        self._mount_behind = False  # the mount shows an older state than `key`'s
         self.mount_switches = 0  # how many shows activated a manifest (the rest synced only)
 
-    async def show(self, snapshot: Snapshot) -> None:
-        if snapshot.key == self.key and not self._written:
+    async def show(self, snapshot: Snapshot, servers: Collection[str] | None = None) -> None:
+        """Bring the lane to `snapshot` for a job that asks `servers` (None: every server of
+        the pool, and whatever reads the mount). Where those all read only their open
+        documents (single-file linters) and the documents carry every change, the mount
+        keeps what it shows: a lint by ruff beside jedi-language-server costs no switch."""
+        asked = self._asked(servers)
+        documents_only = bool(asked) and all(s.name in SINGLE_FILE_SERVERS for s in asked)
+        mounted = documents_only or not self._mount_behind
+        if snapshot.key == self.key and not self._written and mounted:
             return
         began = time.perf_counter()
         self.key = None  # unknown until both steps succeeded
         changed = set(changed_paths(self.shadow.manifest, snapshot.manifest)) | self._written
-        mount = not self._documents_suffice(changed, snapshot)
+        mount = not (documents_only and self._documents_suffice(changed, snapshot, asked))
         if not mount:
+            self._mount_behind = bool(changed)
             changed = set()  # the mount keeps its old bytes; the servers read the documents
         elif self._threaded:
             await asyncio.to_thread(self._activate, snapshot.manifest, changed)
@@ -99,21 +106,27 @@ class Lane:
         await self.pool.sync(snapshot.documents, sorted(changed))
         if mount:
             self._written.clear()
+            self._mount_behind = False
             self.mount_switches += 1
         self.key = snapshot.key
         self.switch_seconds += time.perf_counter() - began
+
+    def _asked(self, servers: Collection[str] | None) -> list[Any]:
+        specs = getattr(self.pool, "specs", None) or []
+        return list(specs) if servers is None else [s for s in specs if s.name in servers]
 
     def _activate(self, manifest: Manifest, changed: set[RelPath]) -> None:
         # What the servers saw before is what the mount shows now (a run's writes aside).
         self.pool.saw(changed - self._written)
         self.shadow.activate(manifest)
 
-    def _documents_suffice(self, changed: set[RelPath], snapshot: Snapshot) -> bool:
-        """Every path the mount shows differently is an open document of every server, and
-        the servers read nothing else: the mount may keep showing what it shows."""
-        if not self._documents_only or self._written:
+    def _documents_suffice(self, changed: set[RelPath], snapshot: Snapshot,
+                           asked: list[Any]) -> bool:  # fmt: skip
+        """Every path the mount shows differently is an open document of every asked server
+        (which reads nothing else): the mount may keep showing what it shows."""
+        if self._written:
             return False
-        return all(p in snapshot.documents and all(matches(p, s.patterns) for s in self.pool.specs)
+        return all(p in snapshot.documents and all(matches(p, s.patterns) for s in asked)
                    for p in changed)  # fmt: skip
 
     def run_wrote(self, paths: set[RelPath]) -> None:

@@ -30,6 +30,7 @@ from ..lsp import Fix, LineMap, Lint, flag_new, lint_table
 from ..lsp.documents import workspace_edit_changes
 from ..lsp.lints import text_digest
 from ..lsp.navigation import Hover, Location, Symbol
+from ..lsp.pool import linters
 from ..paths import RelPath, rel
 from ..run import RunResult
 from ..sched import Answer, Lane, Snapshot
@@ -369,11 +370,15 @@ class Branch:
             self.workspace.check_servers(servers)
         cache, names = self.workspace.base_lints, baselints.servers_key(servers)
 
+        def linting(lane: Lane) -> list[str]:  # the servers the lint asks (the mount: maybe not)
+            return [spec.name for spec in linters(lane.pool.specs, servers)]
+
         async def lint_base(lane: Lane, keys: dict[RelPath, baselints.Key]) -> None:
             missing = {p: keys[p] for p in cache.missing(keys)}
             if missing:  # the base's snapshot hashes every base file: only when needed
                 async with cache.linting(missing):
-                    await lane.show(base_snapshot(bases, modes, self.workspace.base_blob))
+                    base = base_snapshot(bases, modes, self.workspace.base_blob)
+                    await lane.show(base, linting(lane))
                     cache.store(missing, await lane.pool.lint(list(missing), servers, fixes=False))
 
         async def job(lane: Lane) -> Answer[tuple[list[Lint], list[bool], int]]:
@@ -385,7 +390,7 @@ class Branch:
                 if p not in bases or bases[p] is not None  # files the base has
             }
             await lint_base(lane, keys)
-            await lane.show(snapshot)
+            await lane.show(snapshot, linting(lane))
             lints = await lane.pool.lint(targets, servers, fixes=fixes) if targets else []
             await cache.wait(keys)  # base files another lane was linting meanwhile
             await lint_base(lane, keys)  # ... unless that lane failed
