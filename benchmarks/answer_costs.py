@@ -14,6 +14,10 @@ with ruff:
 - `shadowkernel`: one workspace with one lane, durable as it opens by default, a branch per
   agent: `write` then `lint_async` (the `new` column and the lint table included);
 - `shadowkernel, in memory`: the same with `state=None` (no journal, no flusher);
+- `shadowkernel + jedi`: the first row with jedi-language-server beside ruff, kept for
+  navigation (the README's first example and the MCP server's defaults): a lint asks ruff
+  alone, and no server it does not ask is synced (before 2026-12-04, jedi took every
+  branch's text at every switch);
 - `staging only`: `write` alone, durable (what staging a version costs before any lint);
 - `staging, spilled`: the same past the workspace's memory budget (`memory_budget=0`), where
   every version's bytes go to a spill file, as in a long history (a copy of more.py per
@@ -38,6 +42,7 @@ import json
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import timeit
@@ -49,7 +54,7 @@ from _proc import cpu_seconds
 from worktrees import PROJECT, edited, prepare, server_spec, spots, tree_cpu
 
 import shadowkernel as sk
-from shadowkernel.lsp import Lint, LspPool, lint_table
+from shadowkernel.lsp import Lint, LspPool, available_servers, lint_table
 
 WARMUP = 8  # answers before the measured ones: the servers started, the base linted
 
@@ -84,11 +89,12 @@ async def worktree(tree: Path, file: str, texts: list[str], answers: int) -> dic
 
 
 def shadowkernel(root: Path, file: str, texts: list[str], answers: int, n: int, *,
-                 durable: bool, lint: bool, spilled: bool = False) -> dict:  # fmt: skip
+                 durable: bool, lint: bool, spilled: bool = False,
+                 servers: tuple[str, ...] = ("ruff",)) -> dict:  # fmt: skip
     state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
     budget = {"memory_budget": 0} if spilled else {}  # every version past the budget
-    with sk.Workspace(root, servers=[server_spec("ruff")], lanes=1, state=state,
-                      **budget) as ws:  # fmt: skip
+    specs = [server_spec(name) for name in servers]
+    with sk.Workspace(root, servers=specs, lanes=1, state=state, **budget) as ws:
         branches = [ws.branch(f"agent-{i}") for i in range(n)]
 
         async def step(i: int) -> None:
@@ -127,10 +133,16 @@ def main() -> None:
             "worktree": lambda: asyncio.run(worktree(tree, file, texts, args.answers)),
             "shadowkernel": lambda: side(durable=True, lint=True),
             "shadowkernel, in memory": lambda: side(durable=False, lint=True),
+            "shadowkernel + jedi": lambda: side(
+                durable=True, lint=True, servers=("ruff", "jedi-language-server")
+            ),
             "staging only": lambda: side(durable=True, lint=False),
             "staging, spilled": lambda: side(durable=True, lint=False, spilled=True),
             "lint table": lambda: table_cost(file),
         }
+        if not available_servers().get("jedi-language-server"):
+            print("jedi-language-server is not installed: its row is skipped", file=sys.stderr)
+            del rows["shadowkernel + jedi"]
         runs: dict[str, list[dict]] = {name: [] for name in rows}
         for k in range(args.rounds):
             for name in list(rows)[:: 1 if k % 2 == 0 else -1]:
