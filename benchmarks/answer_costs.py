@@ -13,6 +13,8 @@ with ruff:
   side does;
 - `shadowkernel`: one workspace with one lane, durable as it opens by default, a branch per
   agent: `write` then `lint_async` (the `new` column and the lint table included);
+- `shadowkernel, report`: the same with `lint_report_async`, the lints as records (as the
+  worktree's client answers; what shadowkernel's MCP server and agent loops read);
 - `shadowkernel, in memory`: the same with `state=None` (no journal, no flusher);
 - `shadowkernel + jedi`: the first row with jedi-language-server beside ruff, kept for
   navigation (the README's first example and the MCP server's defaults): a lint asks ruff
@@ -89,8 +91,9 @@ async def worktree(tree: Path, file: str, texts: list[str], answers: int) -> dic
 
 
 def shadowkernel(root: Path, file: str, texts: list[str], answers: int, n: int, *,
-                 durable: bool, lint: bool, spilled: bool = False,
+                 durable: bool, lint: str | None, spilled: bool = False,
                  servers: tuple[str, ...] = ("ruff",)) -> dict:  # fmt: skip
+    """`lint`: "table" (`lint_async`), "report" (`lint_report_async`), None (staging only)."""
     state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
     budget = {"memory_budget": 0} if spilled else {}  # every version past the budget
     specs = [server_spec(name) for name in servers]
@@ -99,8 +102,10 @@ def shadowkernel(root: Path, file: str, texts: list[str], answers: int, n: int, 
 
         async def step(i: int) -> None:
             branches[i % n].write(file, texts[i])
-            if lint:
+            if lint == "table":
                 await branches[i % n].lint_async([file], fixes=False)
+            elif lint == "report":
+                await branches[i % n].lint_report_async([file], fixes=False)
 
         return asyncio.run(measure(answers, step))
 
@@ -131,13 +136,14 @@ def main() -> None:
         side = functools.partial(shadowkernel, root, file, texts, args.answers, n)
         rows = {
             "worktree": lambda: asyncio.run(worktree(tree, file, texts, args.answers)),
-            "shadowkernel": lambda: side(durable=True, lint=True),
-            "shadowkernel, in memory": lambda: side(durable=False, lint=True),
+            "shadowkernel": lambda: side(durable=True, lint="table"),
+            "shadowkernel, report": lambda: side(durable=True, lint="report"),
+            "shadowkernel, in memory": lambda: side(durable=False, lint="table"),
             "shadowkernel + jedi": lambda: side(
-                durable=True, lint=True, servers=("ruff", "jedi-language-server")
+                durable=True, lint="table", servers=("ruff", "jedi-language-server")
             ),
-            "staging only": lambda: side(durable=True, lint=False),
-            "staging, spilled": lambda: side(durable=True, lint=False, spilled=True),
+            "staging only": lambda: side(durable=True, lint=None),
+            "staging, spilled": lambda: side(durable=True, lint=None, spilled=True),
             "lint table": lambda: table_cost(file),
         }
         if not available_servers().get("jedi-language-server"):
@@ -160,8 +166,10 @@ def main() -> None:
         print(f"{name:<26}{r['own_cpu_ms']:>11.2f}{r['other_cpu_ms']:>11.2f}{r['wall_ms']:>9.2f}"
               f"{r['own_cpu_ms'] / baseline['own_cpu_ms']:>15.2f}x")  # fmt: skip
     extra = found["shadowkernel"]["own_cpu_ms"] - baseline["own_cpu_ms"]
+    records = found["shadowkernel, report"]["own_cpu_ms"] - baseline["own_cpu_ms"]
     print(f"shadowkernel's own process spends {extra:.2f} ms more per answer than the worktree's "
-          f"client; servers and overlay {found['shadowkernel']['other_cpu_ms']:.2f} ms against "
+          f"client ({records:.2f} ms with the report); servers and overlay "
+          f"{found['shadowkernel']['other_cpu_ms']:.2f} ms against "
           f"{baseline['other_cpu_ms']:.2f}")  # fmt: skip
     print(json.dumps({"benchmark": "answer_costs", "project": args.project, "file": file,
                       "branches": args.branches, "answers": args.answers,

@@ -10,8 +10,10 @@ name at its own place and removing the previous one, and asks for that file's li
 - worktrees: `git worktree add` per agent, one language server rooted in each (shadowkernel's
   LSP client, the same on both sides), the file written to the worktree and synced as an open
   document, then its diagnostics;
-- shadowkernel: one workspace, a branch per agent, `write` then `lint_async` (the `new` column
-  included: the base of the file is linted once and cached).
+- shadowkernel: one workspace, a branch per agent, `write` then `lint_report_async` (records,
+  as the worktrees' client answers, and as shadowkernel's MCP server and agent loops read
+  lints; `--answer table`: `lint_async`, the pandas lint table built from them), the `new`
+  column included (the base of the file is linted once and cached).
 
 Each answer is checked: it holds its own branch's current error, no other branch's, and no
 stale one of its own. Lints are asked without quick fixes on both sides. With pyright both
@@ -50,7 +52,7 @@ shadowkernel's own process spends 2.5-3.7 ms per answer against the worktree cli
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
-        [--memory-state] [--repeat R]
+        [--memory-state] [--repeat R] [--answer report|table]
 
 `--repeat R` runs every case R times (sides alternating from one run to the next), pairs the
 two sides within each round and prints each ratio's median and range: this VM's speed moves
@@ -318,7 +320,9 @@ async def worktrees_side(
         subprocess.run(["git", "-C", str(root), "worktree", "prune"], check=False)
 
 
-async def shadow_side(ws: sk.Workspace, file: str, n: int, edits: int, agents: Agents) -> dict:
+async def shadow_side(
+    ws: sk.Workspace, file: str, n: int, edits: int, agents: Agents, answer: str
+) -> dict:
     base = (Path(ws.root) / file).read_text()
     places = spots(base, file)
     branches = [ws.branch(f"agent-{i}") for i in range(n)]
@@ -328,8 +332,13 @@ async def shadow_side(ws: sk.Workspace, file: str, n: int, edits: int, agents: A
         for step in range(edits):
             branches[i].write(file, edited(base, places, i, step))
             asked = time.perf_counter()
-            table = await branches[i].lint_async([file], fixes=False)
-            agents.answered(i, step, asked, list(table["message"]))
+            if answer == "table":
+                table = await branches[i].lint_async([file], fixes=False)
+                messages = list(table["message"])
+            else:
+                report = await branches[i].lint_report_async([file], fixes=False)
+                messages = [lint.message for lint in report.lints]
+            agents.answered(i, step, asked, messages)
 
     await asyncio.gather(*(agent(i) for i in range(n)))
     agents.finish()
@@ -361,7 +370,7 @@ def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edit
 
 def run_side(
     side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
-    durable: bool,
+    durable: bool, answer: str,
 ) -> dict:  # fmt: skip
     """One side of one case, in this process (the child)."""
     memory = Memory()
@@ -379,9 +388,10 @@ def run_side(
             options["lanes"] = lanes
         with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
             opened = pss(os.getpid())
-            cost = asyncio.run(shadow_side(ws, file, n, edits, agents))
+            cost = asyncio.run(shadow_side(ws, file, n, edits, agents, answer))
             own = pss(os.getpid())
-            extra = {"lanes": len(ws.shadows), "durable": durable, "own_pss_mb": own / 2**20,
+            extra = {"lanes": len(ws.shadows), "durable": durable, "answer": answer,
+                     "own_pss_mb": own / 2**20,
                      "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began
@@ -405,10 +415,11 @@ def run_side(
 
 def child(
     side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
-    durable: bool,
+    durable: bool, answer: str,
 ) -> dict:  # fmt: skip
     command = [sys.executable, __file__, "--side", side, "--root", str(root), "--file", file,
-               "--server", server, "--n", str(n), "--edits", str(edits)]  # fmt: skip
+               "--server", server, "--n", str(n), "--edits", str(edits),
+               "--answer", answer]  # fmt: skip
     if not durable:
         command.append("--memory-state")
     if lanes is not None:
@@ -508,6 +519,10 @@ def main() -> None:
                         "Workspace opens by default, each staging synced to disk)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every case, sides "
                         "alternating, ratios paired within a round; medians printed")  # fmt: skip
+    parser.add_argument("--answer", choices=("report", "table"), default="report",
+                        help="what shadowkernel's agents ask: lint_report_async (records, "
+                        "as the worktrees' client answers; default) or lint_async (the "
+                        "pandas table built from them)")  # fmt: skip
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", help=argparse.SUPPRESS)
@@ -517,7 +532,7 @@ def main() -> None:
     if args.side:  # a child: one side of one case
         durable, file = not args.memory_state, args.file or _project.modules(args.root)[0]
         print(json.dumps(run_side(args.side, args.root, file, args.server, args.n, edits,
-                                  args.lanes, durable)))  # fmt: skip
+                                  args.lanes, durable, args.answer)))  # fmt: skip
         return
     installed = available_servers()
     load_before = os.getloadavg()
@@ -537,13 +552,15 @@ def main() -> None:
                 order = ("shadowkernel",)
             for side in order:
                 steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
-                rows.append(child(side, root, file, server, int(n), steps, args.lanes,
-                                  not args.memory_state) | {"round": round_})  # fmt: skip
+                row = child(side, root, file, server, int(n), steps, args.lanes,
+                            not args.memory_state, args.answer)  # fmt: skip
+                rows.append(row | {"round": round_})
                 print(f"{case} {side}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     print(
         f"{args.project}, {file}; {edits} edits per agent; load average "
         f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores; "
-        f"shadowkernel's branches {'in memory' if args.memory_state else 'durable'}"
+        f"shadowkernel's branches {'in memory' if args.memory_state else 'durable'}, "
+        f"answers as a {'lint table' if args.answer == 'table' else 'lint report (records)'}"
     )
     print(table(rows))
     found = ratios(rows)
@@ -580,7 +597,7 @@ def main() -> None:
               "version edited near both ends")  # fmt: skip
     print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": file,
                       "edits": edits, "load_before": load_before[0],
-                      "durable": not args.memory_state,
+                      "durable": not args.memory_state, "answer": args.answer,
                       "load_after": os.getloadavg()[0], "repeat": args.repeat, "cases": rows,
                       "ratios": found, "medians": middle}))  # fmt: skip
 

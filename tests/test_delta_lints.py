@@ -9,6 +9,7 @@ touched but kept (the last four) keeps its identity; an inserted line has none.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import shutil
@@ -221,3 +222,35 @@ def test_a_lint_moved_by_lines_added_above_stays_old(library: Path, tmp_path: Pa
     f401 = table[table["code"] == "F401"]
     assert sorted(zip(f401["line"], f401["message"].str.contains("os"), f401["new"],
                       strict=True)) == [(1, False, True), (3, True, False)]  # fmt: skip
+
+
+@needs_fuse
+@pytest.mark.skipif(not available_servers().get("ruff"), reason="ruff is not installed")
+def test_the_lint_report_holds_the_tables_rows(library: Path, tmp_path: Path) -> None:
+    """`lint_report` (records, what the MCP server and the agent loops read) and `lint` (the
+    table) answer the same lints, flags and version, with `new_only` and without, sync and
+    async: an old F401 and a new F401 and F821 in recipes.py, a new F821 in more.py."""
+    project = tmp_path / "project"
+    shutil.copytree(library, project)
+    target = project / "more_itertools/recipes.py"
+    target.write_text("import os\n" + target.read_text())
+    recipes, more = "more_itertools/recipes.py", "more_itertools/more.py"
+    with sk.Workspace(project, servers=["ruff"]) as ws:
+        branch = ws.branch("a")
+        branch.write(recipes, "import sys\nX = undefined_here\n" + branch.read(recipes))
+        branch.write(more, branch.read(more) + "\nY = undefined_there\n")
+        for new_only in (False, True):
+            report = branch.lint_report(new_only=new_only)
+            table = branch.lint(new_only=new_only)
+            assert asyncio.run(branch.lint_report_async(new_only=new_only)) == report
+            assert (report.branch, report.version) == ("a", table.attrs["version"]) == ("a", 2)
+            rows = [(lint.path, lint.line, lint.column, lint.code, lint.message, new)
+                    for lint, new in report]  # fmt: skip
+            columns = ["path", "line", "column", "code", "message", "new"]
+            assert rows == [tuple(r) for r in table[columns].itertuples(index=False)]
+            assert report.table().equals(table)
+            codes = sorted((lint.path, lint.code, new) for lint, new in report
+                           if lint.code in ("F401", "F821"))  # fmt: skip
+            expected = [(more, "F821", True), (recipes, "F401", True), (recipes, "F821", True)]
+            assert codes == (expected if new_only else [*expected[:1], (recipes, "F401", False),
+                                                        *expected[1:]])  # fmt: skip

@@ -15,7 +15,7 @@ import pytest
 from shadowkernel.agents import shapes
 from shadowkernel.agents.tools import TOOL_NAMES, entries, stable
 from shadowkernel.errors import ShadowError
-from shadowkernel.lsp import Fix, Lint, lint_table
+from shadowkernel.lsp import Fix, Lint, LintReport
 from shadowkernel.mcp import snippets
 from shadowkernel.mcp.transports import BearerAuth, is_loopback, parse_address, write_token
 from shadowkernel.paths import RelPath
@@ -50,15 +50,19 @@ def test_a_listing_lays_staged_files_over_the_users_folder() -> None:
 
 def test_lint_rows_are_plain_json_with_fix_ids() -> None:
     fix = Fix("Remove import", (TextEdit(RelPath("m.py"), 1, 1, 2, 1, ""),))
-    lints = [Lint(RelPath("m.py"), 1, 8, 1, 10, "warning", "F401", "Ruff", "unused", (fix,)),
-             Lint(RelPath("m.py"), 3, 1, 3, 2, "error", "F821", "Ruff", "undefined")]  # fmt: skip
-    for flags, expected in (([False, True], [False, True]), (None, [None, None])):
-        table = lint_table(lints, "a", 4, flags)
-        rows = shapes.lint_rows(table, {0: ["4.1"]})
-        assert json.loads(json.dumps(rows)) == rows  # nothing but JSON types
-        assert [r["new"] for r in rows] == expected
-        assert rows[0]["fixes"] == [{"id": "4.1", "title": "Remove import"}]
-        assert rows[1]["fixes"] == [] and rows[1]["version"] == 4 and rows[1]["line"] == 3
+    lints = [Lint(RelPath("m.py"), 3, 1, 3, 2, "error", "F821", "Ruff", "undefined"),
+             Lint(RelPath("m.py"), 1, 8, 1, 10, "warning", "F401", "Ruff", "unused", (fix,))]  # fmt: skip
+    report = LintReport.of("a", 4, lints, [True, False])  # sorted: the F401 row first
+    rows = shapes.lint_rows(report, {0: ["4.1"]})
+    assert json.loads(json.dumps(rows)) == rows  # nothing but JSON types
+    assert [r["new"] for r in rows] == [False, True]
+    assert rows[0]["fixes"] == [{"id": "4.1", "title": "Remove import"}]
+    assert rows[1]["fixes"] == [] and rows[1]["version"] == 4 and rows[1]["line"] == 3
+    # The rows are the lint table's, column for column.
+    table = report.table().drop(columns=["fixes"])
+    assert [list(r)[:-1] for r in rows] == [list(table.columns)] * 2
+    for row, record in zip(rows, table.to_dict(orient="records"), strict=True):
+        assert {k: v for k, v in row.items() if k != "fixes"} == record
     edits = shapes.fix("4.1", fix)["edits"]
     assert edits == [{"path": "m.py", "line": 1, "column": 1, "end_line": 2, "end_column": 1,
                       "new_text": ""}]  # fmt: skip

@@ -33,7 +33,7 @@ from .observation import (
     LintShown,
     Observation,
     RunShown,
-    lints_from_table,
+    lints_from_report,
     lints_to_show,
     relative_to_start,
     run_to_show,
@@ -348,7 +348,7 @@ def _start_lints(branch: Any, task: TaskLike, cond: Condition) -> tuple[LintShow
     if cond.lints == "none" or not paths:
         return ()
     try:
-        return lints_from_table(branch.lint(paths))
+        return lints_from_report(branch.lint_report(paths))
     except Exception:
         return ()  # then every lint in those files counts as new; the turns' lints still show
 
@@ -360,7 +360,7 @@ def _lints(step: Step, branch: Any, task: TaskLike, cond: Condition,
     start = time.perf_counter()
     try:
         files = files_shown(task, touched(branch, task), _reader(branch))
-        lints = lints_from_table(branch.lint(list(files)))
+        lints = lints_from_report(branch.lint_report(list(files)))
         if start_texts(task):
             lints = relative_to_start(lints, start_lints, start_texts(task), files)
         return lints_to_show(cond, lints)

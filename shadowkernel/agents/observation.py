@@ -148,6 +148,13 @@ def run_to_show(cond: Condition, run: RunShown | None) -> RunShown | None:
     return run if cond.run else None
 
 
+def lints_from_report(report: Any) -> tuple[LintShown, ...]:
+    """LintShown rows from a `LintReport` (what `Branch.lint_report` answers)."""
+    return tuple(LintShown(lint.path, lint.line, lint.column, lint.code, lint.message,
+                           lint.severity, new, tuple(describe_fix(f) for f in lint.fixes))
+                 for lint, new in report)  # fmt: skip
+
+
 def lints_from_table(table: Any) -> tuple[LintShown, ...]:
     """LintShown rows from a LintTable (a lint whose origin is unknown counts as new)."""
     rows = []

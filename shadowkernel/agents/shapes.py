@@ -13,7 +13,6 @@ are named by ids (`"<version>.<n>"`) that `apply_fix` takes back.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -282,25 +281,16 @@ class AcceptedAnswer(TypedDict):
                                      "changes (three-way)")]  # fmt: skip
 
 
-def cell(value: Any) -> Any:
-    """A DataFrame cell as JSON: pandas' missing values (NA, NaN) become None."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if type(value).__name__ == "NAType":
-        return None
-    return value.item() if hasattr(value, "item") else value
-
-
-def lint_rows(table: Any, fix_ids: Mapping[int, list[str]]) -> list[LintRow]:
-    """One dict per lint row; `fixes` lists {id, title} (ids from `fix_ids[row]`)."""
-    rows = []
-    for index, record in enumerate(table.drop(columns=["fixes"]).to_dict(orient="records")):
-        row = {key: cell(value) for key, value in record.items()}
-        fixes = table["fixes"].iloc[index]
-        ids = fix_ids.get(index, [])
-        row["fixes"] = [{"id": i, "title": f.title} for i, f in zip(ids, fixes, strict=True)]
-        rows.append(row)
-    return rows  # type: ignore[return-value]  # the table's columns are LintRow's fields
+def lint_rows(report: Any, fix_ids: Mapping[int, list[str]]) -> list[LintRow]:
+    """One dict per lint of a `LintReport`, in the lint table's columns; `fixes` lists
+    {id, title} (ids from `fix_ids[row]`)."""
+    return [{"branch": report.branch, "version": report.version, "path": lint.path,
+             "line": lint.line, "column": lint.column, "end_line": lint.end_line,
+             "end_column": lint.end_column, "severity": lint.severity, "code": lint.code,
+             "source": lint.source, "message": lint.message, "new": new,
+             "fixes": [{"id": i, "title": f.title}
+                       for i, f in zip(fix_ids.get(index, []), lint.fixes, strict=True)]}
+            for index, (lint, new) in enumerate(report)]  # fmt: skip
 
 
 def fix(fix_id: str, value: Fix) -> FixDetail:

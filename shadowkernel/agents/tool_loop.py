@@ -27,7 +27,7 @@ from ..errors import ArgumentError, ShadowError
 from . import edits as E
 from . import feedback
 from .loop import CheckResult, Episode, Step, error_text, start_texts, started
-from .observation import Condition, LintShown, lints_from_table, relative_to_start
+from .observation import Condition, LintShown, lints_from_report, relative_to_start
 from .observation import condition as as_condition
 from .transcript import JSON, exchange
 
@@ -151,9 +151,9 @@ class Session:
 
     def _lint(self, args: JSON) -> JSON:
         paths = args.get("paths") or sorted({*self.task.files, *self.branch.files})
-        table = self.branch.lint(paths, bool(args.get("new_only", False)),
-                                 servers=args.get("servers"))  # fmt: skip
-        lints = lints_from_table(table)
+        report = self.branch.lint_report(paths, bool(args.get("new_only", False)),
+                                         servers=args.get("servers"))  # fmt: skip
+        lints = lints_from_report(report)
         start = start_texts(self.task)
         if start:
             texts = {p: t for p in start if (t := self._read(p)) is not None}
@@ -161,11 +161,11 @@ class Session:
         if args.get("new_only"):
             lints = tuple(x for x in lints if x.new)
         self.shown = list(lints)
-        return {"version": int(table.attrs["version"]),
+        return {"version": report.version,
                 "lints": feedback.rows(lints, self.condition.format)}  # fmt: skip
 
     def _lints(self, paths: Sequence[str]) -> tuple[LintShown, ...]:
-        return lints_from_table(self.branch.lint(list(paths))) if paths else ()
+        return lints_from_report(self.branch.lint_report(list(paths))) if paths else ()
 
     def _read(self, path: str) -> str | None:
         try:
@@ -266,7 +266,7 @@ def tool_episode(
         return episode
     session = Session(branch, task, cond, Tools(branch.workspace))
     if cond.feedback == "lint-tool" and start_texts(task):
-        session.start_lints = lints_from_table(branch.lint(sorted(start_texts(task))))
+        session.start_lints = lints_from_report(branch.lint_report(sorted(start_texts(task))))
     messages: list[JSON] = [{"role": "user", "content": user_message(task)}]
     tools = session.specs()
     for turn in range(max_turns):

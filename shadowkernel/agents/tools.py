@@ -269,10 +269,10 @@ class Tools:
         if unknown:
             raise NotFound(f"servers: {', '.join(map(repr, unknown))} not among this "
                            f"workspace's language servers ({', '.join(running)})")  # fmt: skip
-        table = chosen.lint(paths, new_only, servers=servers)
-        version = int(table.attrs["version"])
-        ids = self._offer(chosen, version, list(table["fixes"]))
-        return {"branch": branch, "version": version, "lints": shapes.lint_rows(table, ids)}
+        report = chosen.lint_report(paths, new_only, servers=servers)
+        ids = self._offer(chosen, report.version, [lint.fixes for lint in report.lints])
+        return {"branch": branch, "version": report.version,
+                "lints": shapes.lint_rows(report, ids)}  # fmt: skip
 
     @tool(READS, branch=BRANCH, path=PATH, line=LINE, column=COLUMN)
     def definition(self, branch: str, path: str, line: int, column: int) -> shapes.Locations:

@@ -30,7 +30,7 @@ from .diagnostics import (
 )
 from .fixes import CodeActionFixes, FixSource, RuffDataFixes
 from .linemap import LineMap, line_map
-from .lints import COLUMNS, Fix, Lint, flag_new, lint_table, mark_new
+from .lints import COLUMNS, Fix, Lint, LintReport, flag_new, lint_table, mark_new
 from .navigation import Hover, Location, Symbol
 from .pool import LspPool
 from .registry import available_servers, known_specs
@@ -48,6 +48,7 @@ __all__ = [
     "Hover",
     "LineMap",
     "Lint",
+    "LintReport",
     "Location",
     "LspPool",
     "NoDiagnostics",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -151,6 +151,49 @@ def _bytes(text: str | bytes) -> bytes:
 
 def sort_key(lint: Lint) -> tuple[str, int, int, str, str]:
     return (lint.path, lint.line, lint.column, lint.source, lint.code)
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """The lints of one version of a branch as records, sorted by path and position, each
+    with its `new` flag (True: the branch introduced it): what the lint table lays out, for
+    callers that read rows rather than a DataFrame (the MCP server, the agent loops). A
+    table costs 0.1 ms alone and three to four times that between a busy server's answers."""
+
+    branch: str
+    version: int
+    lints: tuple[Lint, ...]
+    new: tuple[bool, ...]
+
+    @classmethod
+    def of(
+        cls, branch: str, version: int, lints: Sequence[Lint], new: Sequence[bool]
+    ) -> LintReport:
+        if len(new) != len(lints):
+            raise ArgumentError(f"{len(new)} new flags for {len(lints)} lints; one per lint")
+        ordered = sorted(zip(lints, new, strict=True), key=lambda pair: sort_key(pair[0]))
+        return cls(
+            branch, version, tuple(lint for lint, _ in ordered), tuple(n for _, n in ordered)
+        )
+
+    def __len__(self) -> int:
+        return len(self.lints)
+
+    def __iter__(self) -> Iterator[tuple[Lint, bool]]:
+        return zip(self.lints, self.new, strict=True)
+
+    def only_new(self) -> LintReport:
+        """The lints the branch introduced."""
+        kept = [(lint, new) for lint, new in self if new]
+        return LintReport(
+            self.branch, self.version, tuple(lint for lint, _ in kept), (True,) * len(kept)
+        )
+
+    def table(self) -> pd.DataFrame:
+        """The lint table (`lint_table`), `attrs` naming the branch and version."""
+        table = lint_table(self.lints, self.branch, self.version, self.new)
+        table.attrs.update(branch=self.branch, version=self.version)
+        return table
 
 
 def lint_table(

@@ -26,7 +26,7 @@ from ..errors import (
     ShadowError,
     StagingError,
 )
-from ..lsp import Fix, LineMap, Lint, flag_new, lint_table
+from ..lsp import Fix, LineMap, Lint, LintReport, flag_new
 from ..lsp.documents import workspace_edit_changes
 from ..lsp.lints import text_digest
 from ..lsp.navigation import Hover, Location, Symbol
@@ -331,30 +331,46 @@ class Branch:
         path or one the branch deleted is an error naming it (never an empty table).
 
         The `new` column says whether the branch introduced the lint (compared with its base).
+        `lint_report` gives the same lints as records, without the table.
         """
-        paths, servers = arguments.paths("paths", paths), arguments.names("servers", servers)
-        new_only, fixes = arguments.flag("new_only", new_only), arguments.flag("fixes", fixes)
-        answer = self.workspace.bridge.call(self._lint(paths, servers, fixes))
-        return self._table(*answer, new_only)
+        return self.lint_report(paths, new_only, servers=servers, fixes=fixes).table()
 
     async def lint_async(
         self, paths: Sequence[str] | None = None, new_only: bool = False, *,
         servers: Sequence[str] | None = None, fixes: bool = True,
     ) -> LintTable:  # fmt: skip
-        paths, servers = arguments.paths("paths", paths), arguments.names("servers", servers)
-        new_only, fixes = arguments.flag("new_only", new_only), arguments.flag("fixes", fixes)
-        answer = await self.workspace.bridge.call_async(self._lint(paths, servers, fixes))
-        return self._table(*answer, new_only)
+        report = await self.lint_report_async(paths, new_only, servers=servers, fixes=fixes)
+        return report.table()  # built by the caller, not on the shared loop
 
-    def _table(
-        self, lints: list[Lint], flags: list[bool], version: int, new_only: bool
-    ) -> LintTable:
-        # Built by the caller, not on the shared loop: a DataFrame costs milliseconds.
-        table = lint_table(lints, self.name, version, flags)
-        table.attrs.update(branch=self.name, version=version)
-        if new_only:
-            table = table[table["new"].fillna(True)].reset_index(drop=True)
-        return table
+    def lint_report(
+        self, paths: Sequence[str] | None = None, new_only: bool = False, *,
+        servers: Sequence[str] | None = None, fixes: bool = True,
+    ) -> LintReport:  # fmt: skip
+        """`lint`'s answer as records (`LintReport`: the branch, the version, each lint with
+        its `new` flag), for callers that read rows: no DataFrame is built."""
+        paths, servers, fixes, new_only = self._lint_arguments(paths, new_only, servers, fixes)
+        answer = self.workspace.bridge.call(self._lint(paths, servers, fixes))
+        return self._report(answer, new_only)
+
+    async def lint_report_async(
+        self, paths: Sequence[str] | None = None, new_only: bool = False, *,
+        servers: Sequence[str] | None = None, fixes: bool = True,
+    ) -> LintReport:  # fmt: skip
+        paths, servers, fixes, new_only = self._lint_arguments(paths, new_only, servers, fixes)
+        answer = await self.workspace.bridge.call_async(self._lint(paths, servers, fixes))
+        return self._report(answer, new_only)
+
+    @staticmethod
+    def _lint_arguments(
+        paths: Sequence[str] | None, new_only: bool, servers: Sequence[str] | None, fixes: bool
+    ) -> tuple[list[str] | None, list[str] | None, bool, bool]:
+        return (arguments.paths("paths", paths), arguments.names("servers", servers),
+                arguments.flag("fixes", fixes), arguments.flag("new_only", new_only))  # fmt: skip
+
+    def _report(self, answer: tuple[list[Lint], list[bool], int], new_only: bool) -> LintReport:
+        lints, flags, version = answer
+        report = LintReport.of(self.name, version, lints, flags)
+        return report.only_new() if new_only else report
 
     async def _lint(
         self, paths: Sequence[str] | None, servers: Sequence[str] | None, fixes: bool
