@@ -363,7 +363,7 @@ class Branch:
     @staticmethod
     def _lint_arguments(
         paths: Sequence[str] | None, new_only: bool, servers: Sequence[str] | None, fixes: bool
-    ) -> tuple[list[str] | None, list[str] | None, bool, bool]:
+    ) -> tuple[list[RelPath] | None, list[str] | None, bool, bool]:
         return (arguments.paths("paths", paths), arguments.names("servers", servers),
                 arguments.flag("fixes", fixes), arguments.flag("new_only", new_only))  # fmt: skip
 
