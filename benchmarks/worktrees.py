@@ -48,7 +48,9 @@ With ruff in steady state (`--edits 20`) shadowkernel reaches only 0.63-1.04x th
 worktrees' answers/s at 5 / 20 / 50 branches, at 1.01-1.42x their CPU per answer: ruff costs
 the same or less on our side (4.4-5.8 ms per answer against 4.7-6.7 on 2026-12-03), and
 shadowkernel's own process spends 2.5-3.7 ms per answer against the worktree client's 1.5-2.3
-(`answer_costs.py` says where).
+(`answer_costs.py` says where). On 2026-12-04, with the lint report (records) as the answer,
+staged text encoded in chunks and lanes that open for agents who stage between answers
+(`--edits 100 --repeat 3`): 0.84 / 0.98 / 1.06x at 5 / 20 / 50 branches.
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]

@@ -35,6 +35,7 @@ _LAZY = {
     "Event": ".sched.timeline",
     "Timeline": ".sched.timeline",
     "Lint": ".lsp",
+    "LintReport": ".lsp",
     "Fix": ".lsp",
     "Hover": ".lsp",
     "Location": ".lsp",
@@ -68,6 +69,7 @@ __all__ = [
     "Fix",
     "Hover",
     "Lint",
+    "LintReport",
     "LintTable",
     "Location",
     "NotFound",
@@ -129,7 +131,7 @@ if TYPE_CHECKING:
     from .evals.stats import summary, tasks_needed
     from .evals.suite import builtin_suite, load_suite
     from .evals.swebench import swebench_suite
-    from .lsp import Fix, Hover, Lint, Location, ServerSpec, Symbol
+    from .lsp import Fix, Hover, Lint, LintReport, Location, ServerSpec, Symbol
     from .run import RunResult
     from .sched.timeline import Event, Timeline
     from .workspace import Accepted, Branch, Diff, LintTable, Version, Workspace

@@ -22,7 +22,7 @@ def test_the_public_names_are_these() -> None:
     assert sorted(shadowkernel.__all__) == sorted([
         "__version__",
         # the public API
-        "Workspace", "Branch", "Version", "Diff", "Accepted", "LintTable", "Lint", "Fix",
+        "Workspace", "Branch", "Version", "Diff", "Accepted", "LintTable", "LintReport", "Lint", "Fix",
         "Location", "Hover", "Symbol", "ServerSpec", "RunResult", "Timeline", "Event",
         # the error family
         "ShadowError", "ArgumentError", "PathError", "NotFound", "StagingError",
