@@ -17,6 +17,7 @@ from shadowkernel.lsp import (
     AutoDiagnostics,
     CodeActionFixes,
     Lint,
+    LintReport,
     LspPool,
     NoDiagnostics,
     PullDiagnostics,
@@ -291,6 +292,24 @@ def test_lint_table_without_flags_and_empty() -> None:
     with pytest.raises(ValueError, match="new_flags"):
         lint_table([lint("a.py", 1)], new_flags=[])
     assert isinstance(table, pd.DataFrame)
+
+
+def test_a_lint_report_is_the_tables_rows_sorted_with_their_flags() -> None:
+    lints = [lint("b.py", 2), lint("a.py", 5, "F401", "unused"), lint("a.py", 1)]
+    report = LintReport.of("agent-a", 3, lints, [True, False, True])
+    assert [(x.path, x.line) for x in report.lints] == [("a.py", 1), ("a.py", 5), ("b.py", 2)]
+    assert report.new == (True, False, True) and len(report) == 3
+    assert [(x.line, new) for x, new in report] == [(1, True), (5, False), (2, True)]
+    fresh = report.only_new()
+    assert [x.line for x in fresh.lints] == [1, 2] and fresh.new == (True, True)
+    assert (fresh.branch, fresh.version) == ("agent-a", 3)
+    table = report.table()
+    assert table.equals(lint_table(lints, "agent-a", 3, [True, False, True]))
+    assert table.attrs == {"branch": "agent-a", "version": 3}
+    html = report._repr_html_()  # a notebook shows the report as its table
+    assert "<table" in html and "unused" in html
+    with pytest.raises(ArgumentError, match="2 new flags for 3 lints"):
+        LintReport.of("agent-a", 3, lints, [True, False])
 
 
 # -- checker parsers ----------------------------------------------------------------------------

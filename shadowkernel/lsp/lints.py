@@ -195,6 +195,10 @@ class LintReport:
         table.attrs.update(branch=self.branch, version=self.version)
         return table
 
+    def _repr_html_(self) -> str:
+        """In a notebook a report shows as its table."""
+        return str(self.table()._repr_html_())
+
 
 def lint_table(
     lints: Sequence[Lint],
