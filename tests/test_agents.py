@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pandas as pd
 import pytest
 
 from shadowkernel.agents import edits as E
@@ -19,7 +18,7 @@ from shadowkernel.agents.observation import (
     Observation,
     RunShown,
     condition,
-    lints_from_table,
+    lints_from_report,
     lints_to_show,
     run_to_show,
 )
@@ -27,6 +26,9 @@ from shadowkernel.agents.scripted import ScriptedAgent, ScriptedFailure
 from shadowkernel.agents.simulated import Behaviour, SimulatedAgent, lint_mistake, silent_mistake
 from shadowkernel.errors import ArgumentError
 from shadowkernel.evals import builtin_suite
+from shadowkernel.lsp import Fix, Lint, LintReport
+from shadowkernel.paths import RelPath
+from shadowkernel.text.ranges import TextEdit
 
 OLD = LintShown("p/m.py", 1, 8, "F401", "`os` imported but unused", "warning", new=False)
 NEW = LintShown("p/m.py", 5, 12, "F821", "Undefined name `totl`", "error", new=True)
@@ -97,15 +99,16 @@ def test_each_condition_shows_exactly_what_it_claims():
         Condition("x", lints="most")  # type: ignore[arg-type]
 
 
-def test_lints_from_table_keeps_the_new_flag():
-    table = pd.DataFrame([
-        {"path": "p/m.py", "line": 1, "column": 8, "code": "F401", "message": "m1",
-         "severity": "warning", "new": False},
-        {"path": "p/m.py", "line": 5, "column": 12, "code": "F821", "message": "m2",
-         "severity": "error", "new": None},
-    ])  # fmt: skip
-    old, unknown = lints_from_table(table)
-    assert (old.new, unknown.new) == (False, True)  # unknown origin counts as new
+def test_lints_from_report_keeps_the_new_flag_and_describes_fixes():
+    fix = Fix("Remove import", (TextEdit(RelPath("p/m.py"), 1, 1, 2, 1, ""),))
+    report = LintReport.of("a", 2, [
+        Lint(RelPath("p/m.py"), 5, 12, 5, 13, "error", "F821", "Ruff", "m2"),
+        Lint(RelPath("p/m.py"), 1, 8, 1, 10, "warning", "F401", "Ruff", "m1", (fix,)),
+    ], [True, False])  # fmt: skip
+    old, new = lints_from_report(report)  # in the report's order: by line
+    assert (old.line, old.code, old.new, new.line, new.code, new.new) == (
+        1, "F401", False, 5, "F821", True)  # fmt: skip
+    assert old.fixes == ("Remove import (1:1-2:1 -> '')",) and new.fixes == ()
 
 
 def test_prompt_has_a_section_only_for_what_is_shown():

@@ -155,17 +155,6 @@ def lints_from_report(report: Any) -> tuple[LintShown, ...]:
                  for lint, new in report)  # fmt: skip
 
 
-def lints_from_table(table: Any) -> tuple[LintShown, ...]:
-    """LintShown rows from a LintTable (a lint whose origin is unknown counts as new)."""
-    rows = []
-    for r in table.itertuples(index=False):
-        new = True if r.new is None or r.new != r.new else bool(r.new)  # None/NaN: unknown
-        fixes = tuple(describe_fix(f) for f in (getattr(r, "fixes", None) or ()))
-        rows.append(LintShown(str(r.path), int(r.line), int(r.column), str(r.code or ""),
-                              str(r.message), str(r.severity), new, fixes))  # fmt: skip
-    return tuple(rows)
-
-
 def describe_fix(fix: Any) -> str:
     """A quick fix as a prompt shows it: its title and what each edit puts where."""
     edits = [f"{e.line}:{e.column}-{e.end_line}:{e.end_column} -> {e.new_text!r}"
