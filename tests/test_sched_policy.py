@@ -114,23 +114,26 @@ def test_waiting_branches_counts_branches_no_lane_serves() -> None:
     assert queue.waiting_branches() == 2  # a is free again with a2 pending
 
 
-def grow_log(growth: LaneGrowth, waiting: list[int], lanes: int) -> list[int]:
-    """The dispatches (1-based) at which `growth` opened a lane; an opened lane joins at once."""
+def grow_log(growth: LaneGrowth, waiting: list[int], lanes: int) -> list[tuple[int, int]]:
+    """The dispatches (1-based) at which `growth` opened lanes, with how many; they join at
+    once."""
     opened = []
     for dispatch, count in enumerate(waiting, 1):
-        if growth.dispatched(count, lanes):
-            opened.append(dispatch)
-            growth.opened()
-            lanes += 1
+        if more := growth.dispatched(count, lanes):
+            opened.append((dispatch, more))
+            for _ in range(more):
+                growth.opened()
+            lanes += more
     return opened
 
 
-def test_a_lane_opens_after_sustained_waiting_then_the_count_starts_again() -> None:
+def test_lanes_open_after_sustained_waiting_all_up_to_the_limit() -> None:
+    # 3 of the last 4 dispatches left a branch waiting (CONTENDED_SHARE): the fourth opens
+    # both lanes the limit allows, and then none opens.
     growth = LaneGrowth(limit=4, after=4)
-    # 3 of the last 4 dispatches left a branch waiting (CONTENDED_SHARE): the fourth opens a
-    # lane; the count starts again, and 3 of the next 4 open the last one the limit allows.
-    assert grow_log(growth, [1, 0, 1, 1, 1, 1, 0, 2, 9, 9, 9, 9], lanes=2) == [4, 8]
+    assert grow_log(growth, [1, 0, 1, 1, 1, 1, 0, 2, 9, 9, 9, 9], lanes=2) == [(4, 2)]
     assert growth.grown == 2
+    assert grow_log(LaneGrowth(limit=3, after=4), [1, 1, 1, 1, 9, 9, 9, 9], lanes=2) == [(4, 1)]
 
 
 def test_a_burst_or_mostly_idle_lanes_open_nothing() -> None:
@@ -142,29 +145,33 @@ def test_a_burst_or_mostly_idle_lanes_open_nothing() -> None:
 def test_agents_that_stage_between_answers_open_lanes() -> None:
     """What 5 agents on 2 lanes left waiting at each dispatch (more-itertools with ruff,
     2026-12-04: 0 at 7%, 1 at 25%, 2 at 67%, 3 at 1%): rarely more branches than lanes, but
-    someone waiting nearly always. Lanes open, up to the limit."""
+    someone waiting nearly always. Every lane up to the limit opens, early."""
     rng = random.Random(5)
     waiting = rng.choices([0, 1, 2, 3], weights=[7, 25, 67, 1], k=200)
     growth = LaneGrowth(limit=4)
     opened = grow_log(growth, waiting, lanes=2)
-    assert len(opened) == 2 and opened[-1] < 100, opened
+    assert len(opened) == 1 and opened[0][0] < 30 and opened[0][1] == 2, opened
 
 
-def test_no_lane_opens_past_the_limit_or_while_one_starts() -> None:
+def test_no_lane_opens_past_the_limit_or_while_others_start() -> None:
     assert grow_log(LaneGrowth(limit=2, after=1), [9] * 10, lanes=2) == []  # fixed lanes
     growth = LaneGrowth(limit=4, after=2)
-    assert [growth.dispatched(9, 2) for _ in range(2)] == [False, True]
-    assert not any(growth.dispatched(9, 2) for _ in range(10))  # the third is starting
+    assert [growth.dispatched(9, 2) for _ in range(2)] == [0, 2]
+    assert not any(growth.dispatched(9, 2) for _ in range(10))  # the two are starting
     growth.opened()
-    assert [growth.dispatched(9, 3) for _ in range(2)] == [False, True]
+    assert not any(growth.dispatched(9, 3) for _ in range(10))  # the second still is
+    growth.opened()
+    assert not any(growth.dispatched(9, 4) for _ in range(10))  # the limit
+    assert growth.grown == 2 and not growth.opening
 
 
 def test_a_lane_that_fails_to_open_stops_the_growth() -> None:
     growth = LaneGrowth(limit=4, after=1)
-    assert growth.dispatched(9, 2)
-    growth.failed()
-    assert not any(growth.dispatched(9, 2) for _ in range(10))
-    assert growth.grown == 0
+    assert growth.dispatched(9, 2) == 2
+    growth.opened()
+    growth.failed()  # the second
+    assert not any(growth.dispatched(9, 3) for _ in range(10))
+    assert growth.grown == 1 and not growth.opening
 
 
 def test_lanes_grow_to_two_per_core_for_single_file_linters_only() -> None:

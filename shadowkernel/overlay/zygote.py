@@ -2,7 +2,7 @@
 
 An overlay process spends about 0.25 s of CPU importing trio and pyfuse3 before it can mount,
 and a workspace starts one per lane: at open, and again each time a workspace of ruff lanes
-opens one more under load, while its agents wait for answers. The zygote is one process that
+opens more under load, while its agents wait for answers. The zygote is one process that
 imported `overlay.server` once; each overlay is a fork of it (a few ms), its mount and control
 channel its own as before. One zygote serves every workspace of the kernel's process (a fork
 of that process starts its own); it exits when that process closes its end or dies, and its

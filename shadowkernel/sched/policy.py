@@ -4,7 +4,7 @@ No I/O, no clocks, no asyncio: the scheduler pushes tickets, asks `pop(lane)` wh
 free and calls `done(lane)` when it finished, so every decision can be tested directly and
 is deterministic. How many lanes serve is decided here too: `default_lanes` (how many a
 workspace opens), `most_lanes` and `LaneGrowth` (when a workspace opened with the default
-opens one more, while it serves).
+opens more, while it serves).
 
 Every policy serves a branch on one lane at a time (its runs share a scratch layer, and its
 requests are answered in the order they were asked); a policy only picks which free branch
@@ -222,26 +222,30 @@ def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) ->
 
 
 GROW_AFTER = 16  # the dispatches the growth rule looks back on
-CONTENDED_SHARE = 0.75  # of them leaving a branch with no lane free, before one more opens
+CONTENDED_SHARE = 0.75  # of them leaving a branch with no lane free, before lanes open
 
 
 class LaneGrowth:
-    """When a workspace serving on its default lanes opens one more, up to `limit`.
+    """When a workspace serving on its default lanes opens more, up to `limit`.
 
     The rule, counted in dispatches (a lane taking a request), never in time: when at least
     `CONTENDED_SHARE` of the last `after` dispatches left a branch waiting (a pending request
-    no lane serves: every lane was busy, and one more would have served it at once), one lane
-    opens; none other opens while it starts, and the count starts again once it joined. So a
-    burst shorter than `after` requests opens nothing, nor do agents that leave the lanes
-    idle between their requests. Agents that ask again as soon as they are answered spend
-    part of each turn in this process (staging, their answer), so they rarely all wait at
-    once: 5 such agents on 2 lanes (more-itertools with ruff, 2026-12-04) left someone
-    waiting at 93% of dispatches but more branches than lanes at under 1%, which the rule of
-    the earlier rounds asked for 16 dispatches in a row: it never opened a lane, and served
-    0.78x the answers/s of a worktree and a server per agent; on 4 lanes, 1.01x. A lane that
-    fails to open stops the growth. Lanes never shrink: an idle lane's servers stop after the
-    workspace's `idle_timeout`, which leaves its overlay process (a few MB), and closing the
-    workspace closes every lane.
+    no lane serves: every lane was busy, and one more would have served it at once), every
+    lane up to the limit opens, one after another; none other opens meanwhile, and the count
+    starts again once they joined. So a burst shorter than `after` requests opens nothing,
+    nor do agents that leave the lanes idle between their requests. Agents that ask again
+    as soon as they are answered spend part of each turn in this process (staging, their
+    answer), so they rarely all wait at once: 5 such agents on 2 lanes (more-itertools with
+    ruff, 2026-12-04) left someone waiting at 93% of dispatches but more branches than lanes
+    at under 1%, which the rule of the earlier rounds asked for 16 dispatches in a row: it
+    never opened a lane, and served 0.78x the answers/s of a worktree and a server per agent;
+    on 4 lanes, 1.01x. Opening one lane per `after` dispatches left the fourth lane joining
+    after 0.34-0.43 s of a 2 s run of those agents; all at once, after 0.16-0.19 s (231-286
+    against 266-325 answers/s, three pairs). The limit bounds what this costs (two lanes of a
+    single-file linter on 2 cores: an overlay process and a server each, ~13 MB). A lane
+    that fails to open stops the growth. Lanes never shrink: an idle lane's servers stop
+    after the workspace's `idle_timeout`, which leaves its overlay process (a few MB), and
+    closing the workspace closes every lane.
     """
 
     def __init__(self, limit: int, after: int = GROW_AFTER) -> None:
@@ -249,29 +253,30 @@ class LaneGrowth:
             raise ArgumentError(f"after={after!r}: give at least 1 dispatch")
         self.limit = limit
         self.after = after
-        self.opening = False  # a lane is starting
+        self.opening = 0  # lanes starting
         self.grown = 0  # lanes opened so far
         self._recent: deque[bool] = deque(maxlen=after)  # each dispatch: a branch left waiting
 
-    def dispatched(self, waiting: int, lanes: int) -> bool:
+    def dispatched(self, waiting: int, lanes: int) -> int:
         """A lane took a request, leaving `waiting` branches waiting for the `lanes` ready
-        lanes: True when one more lane should open now (then call `opened` or `failed`)."""
+        lanes: how many lanes to open now (0: none; then call `opened` for each, or
+        `failed`)."""
         if self.opening or lanes >= self.limit:
             self._recent.clear()
-            return False
+            return 0
         self._recent.append(waiting > 0)
         if len(self._recent) < self.after or sum(self._recent) < CONTENDED_SHARE * self.after:
-            return False
+            return 0
         self._recent.clear()
-        self.opening = True
-        return True
+        self.opening = self.limit - lanes
+        return self.opening
 
     def opened(self) -> None:
-        """The lane joined the scheduler."""
-        self.opening = False
+        """A lane joined the scheduler."""
+        self.opening -= 1
         self.grown += 1
 
     def failed(self) -> None:
-        """The lane could not open: grow no more (each try costs a second of starts)."""
-        self.opening = False
+        """A lane could not open: grow no more (each try costs a second of starts)."""
+        self.opening = 0
         self.limit = 0

@@ -14,8 +14,9 @@ Everything here runs on the workspace's one event loop; callers on other threads
 
 Lanes may grow while serving: given `open_lane` (the workspace's adapter that starts a shadow
 and its servers) and `grow_to`, the scheduler asks the pure `LaneGrowth` at every dispatch
-whether to open one more; the lane opens in a task of its own and joins (gets a worker) only
-once its servers are ready, so the lanes serving meanwhile are never held by its start.
+how many more to open; they open one after another in a task of their own, and each joins
+(gets a worker) once its servers are ready, so the lanes serving meanwhile are never held by
+their start.
 """
 
 from __future__ import annotations
@@ -187,21 +188,23 @@ class Scheduler:
         self._wake.append(asyncio.Event())
         self._workers.append(asyncio.create_task(self._work(lane)))
 
-    def _grow(self) -> None:
-        """Open one more lane beside the serving ones; it joins once its servers are ready."""
+    def _grow(self, lanes: int) -> None:
+        """Open `lanes` more beside the serving ones, one after another (each joins once its
+        servers are ready, and serves while the next opens)."""
 
         async def open_and_join() -> None:
             assert self._open_lane is not None
-            try:
-                lane = await self._open_lane(len(self.lanes))
-            except Exception:
-                log.warning("could not open lane %d; serving on %d", len(self.lanes),
-                            len(self.lanes), exc_info=True)  # fmt: skip
-                self.growth.failed()
-                return
-            self.lanes.append(lane)
-            self._join(lane)
-            self.growth.opened()
+            for _ in range(lanes):
+                try:
+                    lane = await self._open_lane(len(self.lanes))
+                except Exception:
+                    log.warning("could not open lane %d; serving on %d", len(self.lanes),
+                                len(self.lanes), exc_info=True)  # fmt: skip
+                    self.growth.failed()
+                    return
+                self.lanes.append(lane)
+                self._join(lane)
+                self.growth.opened()
 
         self._opening = asyncio.create_task(open_and_join())
 
@@ -235,8 +238,8 @@ class Scheduler:
                 finally:
                     self._idle.discard(lane.index)
                 continue
-            if self.growth.dispatched(self.queue.waiting_branches(), len(self.lanes)):
-                self._grow()
+            if grow := self.growth.dispatched(self.queue.waiting_branches(), len(self.lanes)):
+                self._grow(grow)
             try:
                 await self._serve(lane, ticket.id, ticket.payload)
             finally:
