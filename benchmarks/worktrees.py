@@ -370,6 +370,18 @@ def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edit
             "new_column_share": cost / served if served else 0.0}  # fmt: skip
 
 
+def lanes_first_served(ws: sk.Workspace) -> list[float]:
+    """When each lane began its first request, in seconds after the first request began:
+    the lanes a workspace opened while serving show when they joined."""
+    events = ws.events()
+    if not events:
+        return []
+    began, first = min(e.started for e in events), {}
+    for event in events:
+        first[event.lane] = min(first.get(event.lane, event.started), event.started)
+    return [first[lane] - began for lane in sorted(first) if lane >= 0]
+
+
 def run_side(
     side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
     durable: bool, answer: str,
@@ -393,7 +405,7 @@ def run_side(
             cost = asyncio.run(shadow_side(ws, file, n, edits, agents, answer))
             own = pss(os.getpid())
             extra = {"lanes": len(ws.shadows), "durable": durable, "answer": answer,
-                     "own_pss_mb": own / 2**20,
+                     "lanes_first_served_s": lanes_first_served(ws), "own_pss_mb": own / 2**20,
                      "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began
@@ -590,7 +602,9 @@ def main() -> None:
     for r in (r for r in rows if "own_pss_per_branch_kb" in r):
         print(
             f"{r['server']}:{r['branches']}: shadowkernel's own process {r['own_pss_mb']:.0f} MB "
-            f"PSS, {r['own_pss_per_branch_kb']:.0f} KB per branch ({r['edits']} versions each)"
+            f"PSS, {r['own_pss_per_branch_kb']:.0f} KB per branch ({r['edits']} versions each); "
+            f"its lanes first served {' / '.join(f'{t:.2f}' for t in r['lanes_first_served_s'])} "
+            "s after its first request"
         )
     for r in (r for r in rows if "new_column_share" in r):
         print(f"{r['server']}:{r['branches']}: the new column costs {r['new_column_ms']:.2f} ms "

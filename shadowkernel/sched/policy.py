@@ -240,8 +240,8 @@ class LaneGrowth:
     at under 1%, which the rule of the earlier rounds asked for 16 dispatches in a row: it
     never opened a lane, and served 0.78x the answers/s of a worktree and a server per agent;
     on 4 lanes, 1.01x. Opening one lane per `after` dispatches left the fourth lane joining
-    after 0.34-0.43 s of a 2 s run of those agents; all at once, after 0.16-0.19 s (231-286
-    against 266-325 answers/s, three pairs). The limit bounds what this costs (two lanes of a
+    after 0.34-0.43 s of a 2 s run of those agents; all at once, after 0.16-0.19 s (266-325
+    answers/s against 231-286, three pairs). The limit bounds what this costs (two lanes of a
     single-file linter on 2 cores: an overlay process and a server each, ~13 MB). A lane
     that fails to open stops the growth. Lanes never shrink: an idle lane's servers stop
     after the workspace's `idle_timeout`, which leaves its overlay process (a few MB), and
