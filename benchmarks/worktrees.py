@@ -373,13 +373,12 @@ def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edit
 def lanes_first_served(ws: sk.Workspace) -> list[float]:
     """When each lane began its first request, in seconds after the first request began:
     the lanes a workspace opened while serving show when they joined."""
-    events = ws.events()
-    if not events:
-        return []
-    began, first = min(e.started for e in events), {}
-    for event in events:
-        first[event.lane] = min(first.get(event.lane, event.started), event.started)
-    return [first[lane] - began for lane in sorted(first) if lane >= 0]
+    first: dict[int, float] = {}
+    for event in ws.events():
+        if event.lane >= 0:  # not a run served in a view of its own
+            first[event.lane] = min(first.get(event.lane, event.started), event.started)
+    began = min(first.values(), default=0.0)
+    return [first[lane] - began for lane in sorted(first)]
 
 
 def run_side(
