@@ -98,6 +98,7 @@ MANY_EDITS = 2  # edits per agent in cases beyond MOST_WORKTREES
 QUICK = "ruff:5,ruff:20,pyright:5"
 PYRIGHT_CONFIG = {"analyzeUnannotatedFunctions": False}
 ERROR = re.compile(r"undefined_b(\d+)_(\d+)")
+SERVICES = {"running": "on the agents' event loop", "own": "in a thread of their own"}
 REQUEST_TIMEOUT = 300.0  # N heavy servers on a loaded machine answer slowly; same on both sides
 
 
@@ -323,6 +324,21 @@ async def worktrees_side(
 
 
 async def shadow_side(
+    root: Path, file: str, server: str, n: int, edits: int, agents: Agents, answer: str,
+    options: dict[str, Any],
+) -> dict:  # fmt: skip
+    """The workspace opened in the agents' coroutine (with `loop="running"` its services are
+    tasks on the agents' loop, as the worktrees' clients are), its figures once they finish."""
+    async with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
+        opened = pss(os.getpid())
+        cost = await shadow_agents(ws, file, n, edits, agents, answer)
+        own = pss(os.getpid())
+        return {"lanes": len(ws.shadows), "lanes_first_served_s": lanes_first_served(ws),
+                "own_pss_mb": own / 2**20, "own_pss_per_branch_kb": (own - opened) / n / 1024,
+                **cost}  # fmt: skip
+
+
+async def shadow_agents(
     ws: sk.Workspace, file: str, n: int, edits: int, agents: Agents, answer: str
 ) -> dict:
     base = (Path(ws.root) / file).read_text()
@@ -383,7 +399,7 @@ def lanes_first_served(ws: sk.Workspace) -> list[float]:
 
 def run_side(
     side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
-    durable: bool, answer: str,
+    durable: bool, answer: str, loop: str = "running",
 ) -> dict:  # fmt: skip
     """One side of one case, in this process (the child)."""
     memory = Memory()
@@ -396,16 +412,11 @@ def run_side(
         # A fresh durable store per case: branches of an earlier case stay out, and nothing
         # is left behind in the user's state directory.
         state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
-        options: dict[str, Any] = {"state": state}
+        options: dict[str, Any] = {"state": state, "loop": loop}
         if lanes is not None:
             options["lanes"] = lanes
-        with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
-            opened = pss(os.getpid())
-            cost = asyncio.run(shadow_side(ws, file, n, edits, agents, answer))
-            own = pss(os.getpid())
-            extra = {"lanes": len(ws.shadows), "durable": durable, "answer": answer,
-                     "lanes_first_served_s": lanes_first_served(ws), "own_pss_mb": own / 2**20,
-                     "own_pss_per_branch_kb": (own - opened) / n / 1024, **cost}  # fmt: skip
+        found = asyncio.run(shadow_side(root, file, server, n, edits, agents, answer, options))
+        extra = {"durable": durable, "answer": answer, "loop": loop, **found}
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began
     return {
@@ -428,11 +439,11 @@ def run_side(
 
 def child(
     side: str, root: Path, file: str, server: str, n: int, edits: int, lanes: int | None,
-    durable: bool, answer: str,
+    durable: bool, answer: str, loop: str,
 ) -> dict:  # fmt: skip
     command = [sys.executable, __file__, "--side", side, "--root", str(root), "--file", file,
                "--server", server, "--n", str(n), "--edits", str(edits),
-               "--answer", answer]  # fmt: skip
+               "--answer", answer, "--loop", loop]  # fmt: skip
     if not durable:
         command.append("--memory-state")
     if lanes is not None:
@@ -536,6 +547,11 @@ def main() -> None:
                         help="what shadowkernel's agents ask: lint_report_async (records, "
                         "as the worktrees' client answers; default) or lint_async (the "
                         "pandas table built from them)")  # fmt: skip
+    parser.add_argument("--loop", choices=("running", "own"), default="running",
+                        help="where shadowkernel's services run: the agents' event loop "
+                        "(Workspace(loop='running'), as the worktrees' clients do; default) "
+                        "or a thread of their own (loop='own', the workspace's default, "
+                        "which the synchronous API needs)")  # fmt: skip
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--server", help=argparse.SUPPRESS)
@@ -545,7 +561,7 @@ def main() -> None:
     if args.side:  # a child: one side of one case
         durable, file = not args.memory_state, args.file or _project.modules(args.root)[0]
         print(json.dumps(run_side(args.side, args.root, file, args.server, args.n, edits,
-                                  args.lanes, durable, args.answer)))  # fmt: skip
+                                  args.lanes, durable, args.answer, args.loop)))  # fmt: skip
         return
     installed = available_servers()
     load_before = os.getloadavg()
@@ -566,14 +582,15 @@ def main() -> None:
             for side in order:
                 steps = edits if int(n) <= MOST_WORKTREES else min(edits, MANY_EDITS)
                 row = child(side, root, file, server, int(n), steps, args.lanes,
-                            not args.memory_state, args.answer)  # fmt: skip
+                            not args.memory_state, args.answer, args.loop)  # fmt: skip
                 rows.append(row | {"round": round_})
                 print(f"{case} {side}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     print(
         f"{args.project}, {file}; {edits} edits per agent; load average "
         f"{load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores; "
         f"shadowkernel's branches {'in memory' if args.memory_state else 'durable'}, "
-        f"answers as a {'lint table' if args.answer == 'table' else 'lint report (records)'}"
+        f"answers as a {'lint table' if args.answer == 'table' else 'lint report (records)'}, "
+        f"services {SERVICES[args.loop]}"
     )
     print(table(rows))
     found = ratios(rows)
@@ -612,7 +629,7 @@ def main() -> None:
               "version edited near both ends")  # fmt: skip
     print(json.dumps({"benchmark": "worktrees", "project": args.project, "file": file,
                       "edits": edits, "load_before": load_before[0],
-                      "durable": not args.memory_state, "answer": args.answer,
+                      "durable": not args.memory_state, "answer": args.answer, "loop": args.loop,
                       "load_after": os.getloadavg()[0], "repeat": args.repeat, "cases": rows,
                       "ratios": found, "medians": middle}))  # fmt: skip
 

@@ -30,6 +30,7 @@ from .documents import Encoding, TextIndex, changes_after, path_to_uri
 from .jsonrpc import Endpoint
 from .languages import language_id
 from .patience import patiently
+from .process import ServerProcess, spawn
 from .specs import ServerSpec
 
 # Requests a server may send that need nothing but an empty success (an error answer makes
@@ -139,7 +140,7 @@ class OpenDocument:
 class LanguageClient:
     """A started server: `await LanguageClient.start(spec, root)`."""
 
-    def __init__(self, spec: ServerSpec, root: Path, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, spec: ServerSpec, root: Path, process: ServerProcess) -> None:
         self.spec = spec
         self.root = root
         self.process = process
@@ -167,16 +168,8 @@ class LanguageClient:
         cls, spec: ServerSpec, root: Path, project: Path | None = None
     ) -> LanguageClient:
         command = spec.command(root, project)
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=root,
-            env={**os.environ, **spec.env} if spec.env else None,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=1 << 24,
-        )  # own session: killing the group also ends helpers (tsserver, workers)
+        env = {**os.environ, **spec.env} if spec.env else None
+        process = await spawn(command, root, env, limit=1 << 24)
         client = cls(spec, root, process)
         client._tasks = [asyncio.create_task(client._drain_stderr()),
                          asyncio.create_task(client._watch_exit())]  # fmt: skip

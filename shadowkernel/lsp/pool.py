@@ -399,6 +399,11 @@ class LspPool:
         self._closed = True
         await self._servers.close()
 
+    def kill(self) -> None:
+        """Kill the servers at once, without the loop: for when the loop they ran on ended."""
+        self._closed = True
+        self._servers.kill()
+
     def _check_open(self) -> None:
         if self._closed:
             raise ServerError("this LspPool is closed; create a new one")

@@ -13,6 +13,9 @@ callers see each attempt's ServerError.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -147,6 +150,13 @@ class Supervisor:
             restarts=self._restarts[name],
             open_documents=len(running.documents) if running else 0,
         )
+
+    def kill(self) -> None:
+        """Kill every server's processes now, touching nothing of the loop (it has ended)."""
+        self._closed = True
+        for client in self._clients.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(client.process.pid, signal.SIGKILL)
 
     async def close(self) -> None:
         self._closed = True

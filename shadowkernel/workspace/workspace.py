@@ -26,10 +26,10 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -68,7 +68,7 @@ from ..sched.timeline import load_events as load_timeline_events
 from . import arguments, statedir
 from .baselints import BaseLints
 from .branch import Branch
-from .bridge import LoopThread
+from .bridge import Bridge, LoopThread, RunningLoop
 from .durable import DurableStore
 from .folder import Folder
 from .runqueue import RunQueue
@@ -77,8 +77,10 @@ from .staging import digest
 from .state import merge
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FOLDER = Snapshot(("folder",), EMPTY)  # the user's folder as it is: no overrides
+LOOPS = ("own", "running")  # Workspace(loop=...): where the services run
 RUNS_END_WITHIN = 10.0  # seconds close() waits for cancelled runs to be gone (killing: ~50 ms)
 
 _OPEN: weakref.WeakSet[Workspace] = weakref.WeakSet()
@@ -120,10 +122,18 @@ class Workspace:
         state: str | os.PathLike[str] | statedir.Default | None = statedir.DEFAULT,
         restore: bool = True,
         max_runs: int | None = None,
+        loop: str = "own",
     ) -> None:
         """`state`: where branches are kept durably (default: a directory per folder under
         $XDG_STATE_HOME/shadowkernel; None: in memory only); `restore`: bring back the
-        branches kept there (False: start empty, deleting nothing)."""
+        branches kept there (False: start empty, deleting nothing). `loop`: where the
+        services (scheduler, language-server clients) run: "own", an event loop in a thread
+        of their own (the synchronous API works from any thread, a long cell stalls no
+        request); "running", the event loop running in the opening thread, for an async
+        host whose agents await the `*_async` methods there (no hand-off between threads
+        per request; close with `await aclose()` or `async with`)."""
+        if loop not in LOOPS:
+            raise ArgumentError(f"loop={loop!r}: give one of {', '.join(map(repr, LOOPS))}")
         self.root = os.path.realpath(path)
         if not os.path.isdir(self.root):
             raise PathError(f"path {os.fspath(path)!r} is not a directory")
@@ -152,7 +162,7 @@ class Workspace:
         self.folder = Folder(self.root, self.protection)
         self.store = BlobStore(memory_budget)
         self.base_lints = BaseLints()
-        self.bridge = LoopThread()
+        self.bridge: Bridge = LoopThread() if loop == "own" else RunningLoop()
         self.run_queue = RunQueue(max_runs)
         self.origin = time.perf_counter()  # the timeline's zero
         self._idle_timeout = idle_timeout
@@ -173,7 +183,10 @@ class Workspace:
             self._open_shadows(mode, lanes)
             if warming is not None:
                 warming.join()  # before any server starts: one thread builds the hooks
-            self._scheduler = self.bridge.call(self._start(policy, batch, grow_to))
+            if self.bridge.on_loop():
+                self._scheduler = self._start(policy, batch, grow_to)
+            else:
+                self._scheduler = self.bridge.call(_now(self._start, policy, batch, grow_to))
         except BaseException:
             self.close()
             raise
@@ -239,7 +252,8 @@ class Workspace:
         return LspPool(shadow.mountpoint, self._servers_for(shadow), self._idle_timeout,
                        project=self.root)  # fmt: skip
 
-    async def _start(self, policy: Policy, batch: int, grow_to: int) -> Scheduler:
+    def _start(self, policy: Policy, batch: int, grow_to: int) -> Scheduler:
+        """The lanes' scheduler, started on the services' loop (the caller runs there)."""
         threaded = max(len(self._shadows), grow_to) > 1
         lanes = [Lane(i, shadow, self._pool(shadow), threaded)  # type: ignore[arg-type]
                  for i, shadow in enumerate(self._shadows)]  # fmt: skip
@@ -463,16 +477,48 @@ class Workspace:
 
     def close(self) -> None:
         """Stop servers, unmount the shadows. Nothing is written to the user's folder.
-        What fails on the way is logged (and the rest still closed), never raised."""
+        What fails on the way is logged (and the rest still closed), never raised, except
+        closing from the loop the services run on (`loop="running"`), which would block it:
+        that is ShadowError, and `await aclose()` closes."""
         if self._closed:
             return
+        if getattr(self, "_scheduler", None) is not None and self.bridge.on_loop():
+            raise ShadowError("close() would block the event loop this workspace serves on; "
+                              "use `await workspace.aclose()` or `async with`")  # fmt: skip
+        scheduler = self._closing()
+        if scheduler is not None and self.bridge.serving():
+            self._attempt("stop the scheduler and servers",
+                          lambda: self.bridge.call(self._shutdown(scheduler)))  # fmt: skip
+        elif scheduler is not None:  # the host's loop ended with the workspace open
+            log.warning("closing %s after the event loop it served on ended: its servers are "
+                        "killed (use `async with` or `await aclose()`)", self.root)  # fmt: skip
+            for lane in scheduler.lanes:
+                lane.pool.kill()
+        self._release()
+
+    async def aclose(self) -> None:
+        """`close()` for a caller on an event loop (any: the services' own or another)."""
+        if self._closed:
+            return
+        scheduler = self._closing()
+        try:
+            if scheduler is not None:
+                await self.bridge.call_async(self._shutdown(scheduler))
+        except Exception:
+            log.warning("closing %s: could not stop the scheduler and servers", self.root,
+                        exc_info=True)  # fmt: skip
+        finally:  # also when the caller is cancelled: the mounts go
+            await asyncio.to_thread(self._release)  # unmounting and joining threads block
+
+    def _closing(self) -> Scheduler | None:
+        """Mark the workspace closed; the scheduler to shut down, if it started."""
         self._closed = True
         self.bridge.closing = WORKSPACE_CLOSED
         _OPEN.discard(self)
-        scheduler = getattr(self, "_scheduler", None)
-        if scheduler is not None:
-            self._attempt("stop the scheduler and servers",
-                          lambda: self.bridge.call(self._shutdown(scheduler)))  # fmt: skip
+        return getattr(self, "_scheduler", None)
+
+    def _release(self) -> None:
+        """What closing does once the servers stopped: the shadows, the loop, the stores."""
         # Before the loop's thread ends: the overlays of lanes opened while serving were
         # started from it, and its end signals them to stop.
         for shadow in self._shadows:
@@ -500,6 +546,12 @@ class Workspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> Workspace:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -544,3 +596,8 @@ def _server_names(servers: Any) -> list[str]:
         return [spec.name for spec in registry.resolve_specs(servers)]
     except (ShadowError, TypeError, AttributeError):
         return []
+
+
+async def _now(function: Callable[..., T], *args: Any) -> T:
+    """`function(*args)` called on the running loop (what needs one, e.g. to make tasks)."""
+    return function(*args)
