@@ -174,9 +174,9 @@ def test_a_lane_that_fails_to_open_stops_the_growth() -> None:
     assert growth.grown == 1 and not growth.opening
 
 
-def test_lanes_grow_to_two_per_core_for_single_file_linters_only() -> None:
-    assert (most_lanes(["ruff"], 1), most_lanes(["ruff"], 2), most_lanes(["ruff"], 3)) == (2, 4, 4)
-    assert most_lanes(["ruff"], 64) == 4  # the default already: the services loop limits
+def test_lanes_grow_to_three_per_core_for_single_file_linters_only() -> None:
+    assert (most_lanes(["ruff"], 1), most_lanes(["ruff"], 2), most_lanes(["ruff"], 3)) == (3, 6, 6)
+    assert most_lanes(["ruff"], 64) == 6  # from the default 4: the services loop limits
     gib = 2**30
     assert most_lanes(["pyright"], 4, 24 * gib) == 2  # cross-file: the default, fixed
     assert most_lanes(["ruff", "pyright"], 4, 24 * gib) == 2

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -59,12 +60,11 @@ async def spawn(command: Sequence[str], cwd: Path, env: Mapping[str, str] | None
         stderr = await _reader(popen.stderr, limit)
         stdin = await _writer(popen.stdin)
     except BaseException:
+        # Killed, it ends at once; its pipes close with their transports (at its EOF) or,
+        # those not yet connected, with their file objects.
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, 9)
-        popen.wait()  # killed: at once
-        for pipe in (popen.stdin, popen.stdout, popen.stderr):
-            if pipe is not None:
-                pipe.close()
+            os.killpg(popen.pid, signal.SIGKILL)
+        popen.wait()
         raise
     return ServerProcess(popen, stdin, stdout, stderr)
 
