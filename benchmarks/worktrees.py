@@ -10,10 +10,13 @@ name at its own place and removing the previous one, and asks for that file's li
 - worktrees: `git worktree add` per agent, one language server rooted in each (shadowkernel's
   LSP client, the same on both sides), the file written to the worktree and synced as an open
   document, then its diagnostics;
-- shadowkernel: one workspace, a branch per agent, `write` then `lint_report_async` (records,
-  as the worktrees' client answers, and as shadowkernel's MCP server and agent loops read
-  lints; `--answer table`: `lint_async`, the pandas lint table built from them), the `new`
-  column included (the base of the file is linted once and cached).
+- shadowkernel: one workspace opened in the agents' coroutine with `loop="running"` (its
+  services are tasks on the agents' loop, as the worktrees' clients are; `--loop own`: in a
+  thread of their own, the workspace's default), a branch per agent, `write` then
+  `lint_report_async` (records, as the worktrees' client answers, and as shadowkernel's MCP
+  server and agent loops read lints; `--answer table`: `lint_async`, the pandas lint table
+  built from them), the `new` column included (the base of the file is linted once and
+  cached).
 
 Each answer is checked: it holds its own branch's current error, no other branch's, and no
 stale one of its own. Lints are asked without quick fixes on both sides. With pyright both
@@ -54,7 +57,7 @@ staged text encoded in chunks and lanes that open for agents who stage between a
 
     .venv/bin/python benchmarks/worktrees.py [--quick] [--project more-itertools==11.2.1]
         [--cases ruff:5,ruff:20,ruff:50,pyright:5,pyright:20] [--edits 5] [--lanes N]
-        [--memory-state] [--repeat R] [--answer report|table]
+        [--memory-state] [--repeat R] [--answer report|table] [--loop running|own]
 
 `--repeat R` runs every case R times (sides alternating from one run to the next), pairs the
 two sides within each round and prints each ratio's median and range: this VM's speed moves

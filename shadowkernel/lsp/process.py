@@ -1,12 +1,12 @@
 """A server's process with its pipes as asyncio streams, started so that no cancel hangs it.
 
-`asyncio.create_subprocess_exec` connects the pipes in a task of its own; on Python before
-3.12.8 / 3.13.1, a loop that cancels every task as it ends (`asyncio.run` returning, as an
-async host's does around a workspace opened with `loop="running"`) cancels that task while a
-server starts, and the start then waits for ever for an exit it is never told of (CPython
-issues 125502 and 133536: `asyncio.run` never returns). Here the process is a `Popen`, its
-pipes are connected in the caller's task (a cancel there kills the process and ends), and a
-thread waits for its exit, as asyncio's own child watcher does.
+`asyncio.create_subprocess_exec` connects the pipes in a task of its own; on Python 3.11 a
+loop that cancels every task as it ends (`asyncio.run` returning, as an async host's does
+around a workspace opened with `loop="running"`) cancels that task while a server starts, and
+the start then waits for ever for an exit it is never told of (CPython issues 125502 and
+133536: `asyncio.run` never returns; `tests/test_running_loop.py` hung so). Here the
+process is a `Popen`, its pipes are connected in the caller's task (a cancel there kills the
+process and ends), and a thread waits for its exit, as asyncio's own child watcher does.
 """
 
 from __future__ import annotations
