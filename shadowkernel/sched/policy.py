@@ -170,7 +170,7 @@ Policy = str  # a name in POLICIES
 # Servers that lint one file at a time from its text (a lane of them is light: one small
 # process that needs no other file), by name; every other server is treated as heavy.
 SINGLE_FILE_SERVERS = frozenset({"ruff"})
-MAX_LIGHT_LANES = 4  # beyond this the one services loop, not the cores, is what limits
+MAX_LIGHT_LANES = 4  # lanes opened at first, at most: the one services loop limits too
 LIGHT_LANES_PER_CORE, MOST_LIGHT_LANES = 3, 6  # what load grows single-file linters' lanes to
 MAX_HEAVY_LANES = 4
 CORES_PER_HEAVY_LANE = 2  # a cross-file server's check and its garbage collection
@@ -209,12 +209,13 @@ def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) ->
     Single-file linters: three per core, up to `MOST_LIGHT_LANES`. With one lane per core a
     lane alternates between the server's lint and this process's work on the answer, so a
     core idles; more lanes per core fill it (1,000 branches on more-itertools with ruff, 2
-    quiet cores: 209-217 answers/s on 2 fixed lanes, 220-272 growing to 4, 246 growing to 6),
-    and with a lane each, few agents' lanes switch branches less (5 / 20 / 50 agents asking
-    again as soon as answered, `benchmarks/worktrees.py`, medians of three rounds: 0.91 /
-    1.07 / 1.03x the answers/s of a worktree and server each growing to 6, 0.90 / 1.02 /
-    0.98x growing to 4, on 2026-12-04). Each lane costs an overlay process and a server
-    (about 0.05 s of CPU to open, ~13 MB PSS), which is why they open only under load.
+    quiet cores: 209-217 answers/s on 2 fixed lanes, 220-272 growing to 4; 246 in one run
+    growing to 6), and with a lane each, few agents' lanes switch branches less (5 / 20 / 50
+    agents asking again as soon as answered, `benchmarks/worktrees.py`, medians of three
+    rounds: 0.91 / 1.07 / 1.03x the answers/s of a worktree and server each growing to 6,
+    0.90 / 1.02 / 0.98x growing to 4, on 2026-12-04). Each lane costs an overlay process and
+    a server (those two about 0.05 s of CPU to open, ~13 MB PSS), which is why they open only
+    under load.
     Cross-file servers keep `default_lanes`: each lane is a whole program's analysis (100 MB
     to 2 GiB) that takes seconds to index before its first answer, and one lane per two cores
     already fills the cores.

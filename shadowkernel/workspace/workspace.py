@@ -267,9 +267,10 @@ class Workspace:
     async def _open_lane(self, index: int) -> Lane:
         """One more lane while the others serve (the scheduler's `LaneGrowth` decides when),
         returned once its servers are ready. The overlay process is started from the loop's
-        thread (a few ms), which lives as long as the workspace: a process's parent-death
-        signal follows the thread that started it. Its mount is awaited in a thread and its
-        servers start as the pools' always do, so no answer waits for either."""
+        thread (a few ms), which lives as long as the workspace (the host's own, with
+        `loop="running"`): a process's parent-death signal follows the thread that started
+        it. Its mount is awaited in a thread and its servers start as the pools' always do,
+        so no answer waits for either."""
         shadow = self._new_shadow()
         pool: LspPool | None = None
         try:
