@@ -472,7 +472,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"'{args.command}' takes no command after '--'")
     if hasattr(args, "cmd"):
         args.cmd = [*args.cmd, *command]
-    for stop_signal in STOP_SIGNALS[1:]:  # SIGINT already raises KeyboardInterrupt
+    # SIGINT raises KeyboardInterrupt, also when this process was started with it ignored:
+    # children inherit an ignored signal (a Jupyter kernel ignores it), and an ignored stop
+    # left a run going for its whole timeout (`tests/test_cli_user.py`).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for stop_signal in STOP_SIGNALS[1:]:
         signal.signal(stop_signal, _raise_stopped)
     try:
         return int(args.run(args))
