@@ -61,14 +61,6 @@ def mounts_of(source: Path) -> list[str]:
 # -- run: stopping it -----------------------------------------------------------------------------
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _default_sigint() -> None:  # whatever this worker's own is
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @needs_fuse
 @pytest.mark.parametrize(
     ("stop", "ignored"),
@@ -86,12 +78,12 @@ def test_a_stopped_run_closes_everything_and_says_so(
     run went on (CI saw the CLI's main thread still waiting 60 s after a SIGINT, twice)."""
     before = snapshot(project)
     marker = f"sleep 3{stop.value:03d}{int(ignored)}"  # a process name no other test runs
-    proc = subprocess.Popen(
-        shadowkernel("run", str(project), "--timeout", "60", "--",
-                     "sh", "-c", f"echo started; exec {marker}"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=project.parent,
-        preexec_fn=_ignore_sigint if ignored else _default_sigint,
-    )  # fmt: skip
+    command = shadowkernel("run", str(project), "--timeout", "60", "--",
+                           "sh", "-c", f"echo started; exec {marker}")  # fmt: skip
+    if ignored:  # exec keeps an ignored signal ignored
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=project.parent)  # fmt: skip
     try:
         assert proc.stdout.readline() == "started\n"  # type: ignore[union-attr]
         assert processes_with(marker)
