@@ -218,10 +218,14 @@ class LanguageClient:
         self.state = "stopped"
 
     def kill(self) -> None:
+        self.kill_processes()
+        self.endpoint.close("the server was stopped")
+
+    def kill_processes(self) -> None:
+        """SIGKILL the server's process group; touches nothing of the loop (it may have ended)."""
         self._stopping = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.endpoint.close("the server was stopped")
 
     def abandon(self) -> None:
         """A request saw the server die: kill what is left; it counts as a crash."""

@@ -13,9 +13,6 @@ callers see each attempt's ServerError.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -155,8 +152,7 @@ class Supervisor:
         """Kill every server's processes now, touching nothing of the loop (it has ended)."""
         self._closed = True
         for client in self._clients.values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(client.process.pid, signal.SIGKILL)
+            client.kill_processes()
 
     async def close(self) -> None:
         self._closed = True
