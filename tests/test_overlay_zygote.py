@@ -5,7 +5,7 @@ environment and umask a fork runs with are the kernel's at the fork, not the zyg
 start; a fork killed is reported with its signal and comes back; a zygote killed is replaced
 at the next start, and its fork ends; a forked kernel process starts a zygote of its own;
 `SHADOWKERNEL_OVERLAY_FORK=0` starts each overlay as a process of its own, the way it was
-before.
+before; a zygote prepared ahead serves the first shadow.
 """
 
 from __future__ import annotations
@@ -140,10 +140,42 @@ def test_a_forked_process_starts_its_own_zygote(project: Path) -> None:
     assert done.stdout.split() == ["0", "True"], done.stderr
 
 
+PREPARED = """
+import os, sys
+from shadowkernel import Workspace
+from shadowkernel.overlay import zygote
+from shadowkernel.overlay.shadow import Shadow
+
+Workspace(sys.argv[1], mode="documents", state=None).close()
+print(zygote._zygote is None)  # a workspace that mounts nothing starts no zygote
+Shadow.prepare()
+Shadow.prepare()
+started = zygote._zygote.process.pid
+with open(f"/proc/{started}/cmdline", "rb") as f:
+    print(b"shadowkernel.overlay.zygote" in f.read())
+with Shadow(sys.argv[1]) as shadow:
+    with open(f"/proc/{shadow.pid}/stat") as f:
+        parent = int(f.read().rsplit(") ", 1)[1].split()[1])
+    print(parent == started, sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(sys.argv[1])))
+"""
+
+
+def test_a_prepared_zygote_serves_the_first_shadow(project: Path) -> None:
+    """`Shadow.prepare` starts the zygote without waiting for it (twice: still one), and the
+    first shadow is its fork. In a process of its own, where no zygote ran yet."""
+    done = subprocess.run([sys.executable, "-c", PREPARED, str(project)], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "True"], done.stderr
+
+
 def test_without_the_zygote_each_overlay_is_our_own_child(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SHADOWKERNEL_OVERLAY_FORK", "0")
+    monkeypatch.setattr(zygote, "_zygote", None)  # as in a process that started none yet
+    zygote.prestart()
+    assert zygote._zygote is None
     assert zygote.spawn(["unused"], 0, 0) is None
     with Shadow(project) as shadow:
         assert parent_of(shadow.pid or 0) == os.getpid()

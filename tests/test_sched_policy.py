@@ -114,12 +114,16 @@ def test_waiting_branches_counts_branches_no_lane_serves() -> None:
     assert queue.waiting_branches() == 2  # a is free again with a2 pending
 
 
-def grow_log(growth: LaneGrowth, waiting: list[int], lanes: int) -> list[tuple[int, int]]:
+def grow_log(growth: LaneGrowth, waiting: list[int], lanes: int,
+             branches: int | None = None) -> list[tuple[int, int]]:  # fmt: skip
     """The dispatches (1-based) at which `growth` opened lanes, with how many; they join at
-    once."""
+    once. Of `branches` asking in all, served in turn (None: a new one each time), every
+    lane serves one."""
     opened = []
     for dispatch, count in enumerate(waiting, 1):
-        if more := growth.dispatched(count, lanes):
+        branch = f"b{dispatch if branches is None else dispatch % branches}"
+        served = lanes if branches is None else min(lanes, branches - count)
+        if more := growth.dispatched(branch, count, served, lanes):
             opened.append((dispatch, more))
             for _ in range(more):
                 growth.opened()
@@ -153,24 +157,37 @@ def test_agents_that_stage_between_answers_open_lanes() -> None:
     assert len(opened) == 1 and opened[0][0] < 30 and opened[0][1] == 2, opened
 
 
+def test_no_more_lanes_open_than_branches_ask() -> None:
+    """5 agents (the waits above) on 2 lanes of at most 6: 5 lanes, and no sixth once they
+    serve (a request waits a moment for its woken lane); 3 agents: 3."""
+    rng = random.Random(5)
+    waiting = rng.choices([0, 1, 2, 3], weights=[7, 25, 67, 1], k=200)
+    growth = LaneGrowth(limit=6)
+    assert grow_log(growth, waiting, lanes=2, branches=5) == [(16, 3)]
+    assert grow_log(growth, [1] * 100, lanes=5, branches=5) == []
+    assert grow_log(LaneGrowth(limit=6, after=4), [1] * 8, lanes=2, branches=3) == [(4, 1)]
+    # Two branches queueing many requests each, 9 others left waiting: up to the limit.
+    assert grow_log(LaneGrowth(limit=6, after=4), [9] * 8, lanes=2, branches=11) == [(4, 4)]
+
+
 def test_no_lane_opens_past_the_limit_or_while_others_start() -> None:
     assert grow_log(LaneGrowth(limit=2, after=1), [9] * 10, lanes=2) == []  # fixed lanes
     growth = LaneGrowth(limit=4, after=2)
-    assert [growth.dispatched(9, 2) for _ in range(2)] == [0, 2]
-    assert not any(growth.dispatched(9, 2) for _ in range(10))  # the two are starting
+    assert [growth.dispatched("b", 9, 2, 2) for _ in range(2)] == [0, 2]
+    assert not any(growth.dispatched("b", 9, 2, 2) for _ in range(10))  # the two are starting
     growth.opened()
-    assert not any(growth.dispatched(9, 3) for _ in range(10))  # the second still is
+    assert not any(growth.dispatched("b", 9, 3, 3) for _ in range(10))  # the second still is
     growth.opened()
-    assert not any(growth.dispatched(9, 4) for _ in range(10))  # the limit
+    assert not any(growth.dispatched("b", 9, 4, 4) for _ in range(10))  # the limit
     assert growth.grown == 2 and not growth.opening
 
 
 def test_a_lane_that_fails_to_open_stops_the_growth() -> None:
     growth = LaneGrowth(limit=4, after=1)
-    assert growth.dispatched(9, 2) == 2
+    assert growth.dispatched("b", 9, 2, 2) == 2
     growth.opened()
     growth.failed()  # the second
-    assert not any(growth.dispatched(9, 3) for _ in range(10))
+    assert not any(growth.dispatched("b", 9, 3, 3) for _ in range(10))
     assert growth.grown == 1 and not growth.opening
 
 

@@ -185,6 +185,20 @@ def spawn(argv: list[str], control_fd: int, log_fd: int) -> Forked | None:
     return None
 
 
+def prestart() -> None:
+    """Start the zygote without waiting for its imports, where none serves yet: the first
+    `spawn` then waits only for what is left of them (a workspace calls this before its other
+    opening steps, which run beside the zygote's 0.2 s of imports). A zygote that cannot
+    start is left to `spawn`, which says so or starts the process itself."""
+    global _zygote
+    if os.environ.get("SHADOWKERNEL_OVERLAY_FORK") == "0":
+        return
+    with _lock:
+        if _zygote is None:
+            with contextlib.suppress(OSError):
+                _zygote = _Zygote()
+
+
 def _forget_in_a_fork() -> None:
     """A fork of this process (multiprocessing's default start) starts a zygote of its own:
     the channel it inherited is its parent's, and so may be the lock's state."""

@@ -148,6 +148,13 @@ def probe() -> Facts:
     )
 
 
+@functools.cache
+def fuse_problem() -> str | None:
+    """Why this process cannot mount FUSE (None: it can, as far as probes tell), probed once:
+    the cheap part of `probe` (no bwrap started), asked before starting what a mount needs."""
+    return _fuse_device() or _fusermount()
+
+
 def _fuse_device() -> str | None:
     try:
         fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)

@@ -100,6 +100,10 @@ class RequestQueue(Generic[T]):
         busy = set(self._serving.values())
         return len(self._pending) - sum(1 for branch in busy if branch in self._pending)
 
+    def serving(self) -> int:
+        """How many lanes are serving a branch now."""
+        return len(self._serving)
+
     def waiting(self, branch: str) -> bool:
         """Whether `branch` has pending requests and no lane serves it."""
         return branch in self._pending and self._free(branch)
@@ -235,8 +239,10 @@ class LaneGrowth:
 
     The rule, counted in dispatches (a lane taking a request), never in time: when at least
     `CONTENDED_SHARE` of the last `after` dispatches left a branch waiting (a pending request
-    no lane serves: every lane was busy, and one more would have served it at once), every
-    lane up to the limit opens, one after another; none other opens meanwhile, and the count
+    no lane serves: every lane was busy, and one more would have served it at once), lanes
+    open one after another up to the limit, or, if fewer, up to the branches asking (the
+    most those dispatches served in turn, or saw served and waiting at once): 5 agents get
+    5 lanes, not a sixth that would never serve; none other opens meanwhile, and the count
     starts again once they joined. So a burst shorter than `after` requests opens nothing,
     nor do agents that leave the lanes idle between their requests. Agents that ask again
     as soon as they are answered spend part of each turn in this process (staging, their
@@ -260,20 +266,25 @@ class LaneGrowth:
         self.after = after
         self.opening = 0  # lanes starting
         self.grown = 0  # lanes opened so far
-        self._recent: deque[bool] = deque(maxlen=after)  # each dispatch: a branch left waiting
+        # Each dispatch: the branch it served, how many it left waiting, and how many asked
+        # at once (those served on a lane then, and those waiting).
+        self._recent: deque[tuple[str, int, int]] = deque(maxlen=after)
 
-    def dispatched(self, waiting: int, lanes: int) -> int:
-        """A lane took a request, leaving `waiting` branches waiting for the `lanes` ready
-        lanes: how many lanes to open now (0: none; then call `opened` for each, or
-        `failed`)."""
+    def dispatched(self, branch: str, waiting: int, served: int, lanes: int) -> int:
+        """A lane took a request of `branch`, leaving `waiting` branches waiting for the
+        `lanes` ready lanes, `served` of which are serving one: how many lanes to open now
+        (0: none; then call `opened` for each, or `failed`)."""
         if self.opening or lanes >= self.limit:
             self._recent.clear()
             return 0
-        self._recent.append(waiting > 0)
-        if len(self._recent) < self.after or sum(self._recent) < CONTENDED_SHARE * self.after:
+        self._recent.append((branch, waiting, served + waiting))
+        contended = sum(1 for _, left, _ in self._recent if left)
+        if len(self._recent) < self.after or contended < CONTENDED_SHARE * self.after:
             return 0
+        took_turns = len({branch for branch, _, _ in self._recent})
+        asking = max(took_turns, *(at_once for _, _, at_once in self._recent))
         self._recent.clear()
-        self.opening = self.limit - lanes
+        self.opening = max(0, min(self.limit, asking) - lanes)
         return self.opening
 
     def opened(self) -> None:

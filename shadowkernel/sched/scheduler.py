@@ -238,7 +238,8 @@ class Scheduler:
                 finally:
                     self._idle.discard(lane.index)
                 continue
-            if grow := self.growth.dispatched(self.queue.waiting_branches(), len(self.lanes)):
+            waiting, served = self.queue.waiting_branches(), self.queue.serving()
+            if grow := self.growth.dispatched(ticket.branch, waiting, served, len(self.lanes)):
                 self._grow(grow)
             try:
                 await self._serve(lane, ticket.id, ticket.payload)

@@ -150,6 +150,8 @@ class Workspace:
         arguments.seconds("idle_timeout", idle_timeout)
         arguments.count("memory_budget", memory_budget, 0, "bytes kept in memory before spilling")
         restore = arguments.flag("restore", restore)
+        if mode != "documents" and capabilities.fuse_problem() is None:
+            Shadow.prepare()  # its imports run beside the steps below, up to the mount
         self.state_dir = None if state is None else statedir.directory(self.root, state)
         self.durable: DurableStore | None = None
         max_runs = len(os.sched_getaffinity(0)) if max_runs is None else max_runs
