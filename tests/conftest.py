@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,6 +81,19 @@ def _test_state_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_kept() -> Iterator[None]:
+    """A test, or a fixture it started, that leaves this process's SIGINT changed fails (and
+    the handler is put back): every program a later test starts would inherit it, and one
+    started with SIGINT ignored no longer stops on Ctrl-C."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after != before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"SIGINT left as {after!r}, was {before!r}")
 
 
 @pytest.fixture(scope="module")
