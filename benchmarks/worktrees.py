@@ -26,7 +26,8 @@ false`), fair to both since it is committed in the project. Each side runs in a 
 agents' whole span, and `steady`: once every agent had its first answer, so without the
 worktrees' server starts, which fall inside that span), answer latency
 p50, mean and p95, the first answer of the slowest branch (from the side's start: worktrees
-made and servers started, or the workspace opened), the CPU per answer of every process of
+made and servers started, or the workspace opened; both sides' Python modules are imported
+before either clock starts), the CPU per answer of every process of
 the side while the agents worked (the worktrees' servers start at their first request, within
 that span; shadowkernel's start as the workspace opens, before it, and the lanes it opens
 while serving within it; the side's own process apart from its servers), the CPU the side
@@ -89,7 +90,7 @@ import _project
 import attrs
 from _proc import cpu_seconds
 
-import shadowkernel as sk
+from shadowkernel import Workspace  # imported here as the worktrees' client is: no clock counts it
 from shadowkernel.lsp import LspPool, ServerSpec, available_servers, line_map
 from shadowkernel.lsp.registry import resolve_specs
 from shadowkernel.sched import percentile
@@ -332,7 +333,7 @@ async def shadow_side(
 ) -> dict:  # fmt: skip
     """The workspace opened in the agents' coroutine (with `loop="running"` its services are
     tasks on the agents' loop, as the worktrees' clients are), its figures once they finish."""
-    async with sk.Workspace(root, servers=[server_spec(server)], **options) as ws:
+    async with Workspace(root, servers=[server_spec(server)], **options) as ws:
         opened = pss(os.getpid())
         cost = await shadow_agents(ws, file, n, edits, agents, answer)
         own = pss(os.getpid())
@@ -342,7 +343,7 @@ async def shadow_side(
 
 
 async def shadow_agents(
-    ws: sk.Workspace, file: str, n: int, edits: int, agents: Agents, answer: str
+    ws: Workspace, file: str, n: int, edits: int, agents: Agents, answer: str
 ) -> dict:
     base = (Path(ws.root) / file).read_text()
     places = spots(base, file)
@@ -366,7 +367,7 @@ async def shadow_agents(
     return new_column_cost(ws, base, places, n, edits)
 
 
-def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edits: int) -> dict:
+def new_column_cost(ws: Workspace, base: str, places: list[int], n: int, edits: int) -> dict:
     """What the `new` column costs per answer (the line map of the edited file against its
     base, computed afresh as for a new version), against the median time a lint was served."""
     base_bytes, costs = base.encode(), []
@@ -389,7 +390,7 @@ def new_column_cost(ws: sk.Workspace, base: str, places: list[int], n: int, edit
             "new_column_share": cost / served if served else 0.0}  # fmt: skip
 
 
-def lanes_first_served(ws: sk.Workspace) -> list[float]:
+def lanes_first_served(ws: Workspace) -> list[float]:
     """When each lane began its first request, in seconds after the first request began:
     the lanes a workspace opened while serving show when they joined."""
     first: dict[int, float] = {}

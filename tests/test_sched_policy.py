@@ -149,11 +149,12 @@ def test_a_burst_or_mostly_idle_lanes_open_nothing() -> None:
 def test_agents_that_stage_between_answers_open_lanes() -> None:
     """What 5 agents on 2 lanes left waiting at each dispatch (more-itertools with ruff,
     2026-12-04: 0 at 7%, 1 at 25%, 2 at 67%, 3 at 1%): rarely more branches than lanes, but
-    someone waiting nearly always. Every lane up to the limit opens, early."""
+    someone waiting nearly always. Every lane up to the limit (4, under the 5 asking) opens,
+    early."""
     rng = random.Random(5)
     waiting = rng.choices([0, 1, 2, 3], weights=[7, 25, 67, 1], k=200)
     growth = LaneGrowth(limit=4)
-    opened = grow_log(growth, waiting, lanes=2)
+    opened = grow_log(growth, waiting, lanes=2, branches=5)
     assert len(opened) == 1 and opened[0][0] < 30 and opened[0][1] == 2, opened
 
 
