@@ -282,7 +282,7 @@ class LaneGrowth:
         contended = sum(1 for _, left, _ in self._recent if left)
         if len(self._recent) < self.after or contended < CONTENDED_SHARE * self.after:
             return 0
-        took_turns = len({branch for branch, _, _ in self._recent})
+        took_turns = len({served_one for served_one, _, _ in self._recent})
         asking = max(took_turns, *(at_once for _, _, at_once in self._recent))
         self._recent.clear()
         self.opening = max(0, min(self.limit, asking) - lanes)
