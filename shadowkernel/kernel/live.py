@@ -44,18 +44,19 @@ def show_timeline(session: Session, follow: bool = True, interval: float = INTER
     ws = session.require()
     feed = feed_of(ws, interval)
     timeline = ws.timeline()
-    handle = display(feed.bundle(timeline), raw=True, display_id=True)
-    if not follow or not session.running_agents():
-        return
-    shown = len(timeline)
+    shown, handle = len(timeline), None
+    # The interrupt (JupyterLab's stop button) may come as soon as the display is sent: from
+    # there on it only stops the following.
     try:
-        while session.running_agents():
+        handle = display(feed.bundle(timeline), raw=True, display_id=True)
+        while follow and session.running_agents():
             session.wait_for_agents(interval)  # a bounded wait: returns early when one ends
             shown = _refresh(feed, handle, shown)
     except KeyboardInterrupt:
         running = len(session.running_agents())
         print(f"stopped following the timeline; {running} agent(s) keep running")
-    _refresh(feed, handle, shown)
+    if handle is not None:
+        _refresh(feed, handle, shown)
 
 
 def _refresh(feed: Feed, handle: Any, shown: int) -> int:
