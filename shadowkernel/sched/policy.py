@@ -218,7 +218,7 @@ def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) ->
     agents asking again as soon as answered, `benchmarks/worktrees.py`, medians of three
     rounds: 0.91 / 1.07 / 1.03x the answers/s of a worktree and server each growing to 6,
     0.90 / 1.02 / 0.98x growing to 4, on 2026-12-04; growing to 6 or to the branches asking,
-    the next day, 1.01 / 0.97 / 1.11x and 0.93 / 1.04 / 1.04x). Each lane costs an overlay
+    later that day, 1.01 / 0.97 / 1.11x and 0.93 / 1.04 / 1.04x). Each lane costs an overlay
     process and a server (those two 0.02-0.05 s of CPU to open, ~13 MB PSS), which is why they
     open only under load, and no more than branches ask.
     Cross-file servers keep `default_lanes`: each lane is a whole program's analysis (100 MB
