@@ -151,9 +151,10 @@ print(zygote._zygote is None)  # a workspace that mounts nothing starts no zygot
 Shadow.prepare()
 Shadow.prepare()
 started = zygote._zygote.process.pid
-with open(f"/proc/{started}/cmdline", "rb") as f:
-    print(b"shadowkernel.overlay.zygote" in f.read())
 with Shadow(sys.argv[1]) as shadow:
+    # Read once it served a fork: just after Popen its arguments may not be set up yet.
+    with open(f"/proc/{started}/cmdline", "rb") as f:
+        print(b"shadowkernel.overlay.zygote" in f.read())
     with open(f"/proc/{shadow.pid}/stat") as f:
         parent = int(f.read().rsplit(") ", 1)[1].split()[1])
     print(parent == started, sorted(os.listdir(shadow.mountpoint)) == sorted(os.listdir(sys.argv[1])))
