@@ -148,13 +148,14 @@ def probe() -> Facts:
     )
 
 
-@functools.cache
 def fuse_problem() -> str | None:
-    """Why this process cannot mount FUSE (None: it can, as far as probes tell), probed once:
-    the cheap part of `probe` (no bwrap started), asked before starting what a mount needs."""
+    """Why this process cannot mount FUSE (None: it can, as far as probes tell): the cheap
+    part of `probe` (no bwrap started), asked before starting what a mount needs; `probe`
+    reuses what it found."""
     return _fuse_device() or _fusermount()
 
 
+@functools.cache
 def _fuse_device() -> str | None:
     try:
         fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)
@@ -166,6 +167,7 @@ def _fuse_device() -> str | None:
     return None
 
 
+@functools.cache
 def _fusermount() -> str | None:
     if os.geteuid() == 0:
         return None  # root mounts directly
