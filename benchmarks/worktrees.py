@@ -413,13 +413,17 @@ def run_side(
     if side == "worktrees":
         asyncio.run(worktrees_side(root, file, server, n, edits, agents))
     else:
-        # A fresh durable store per case: branches of an earlier case stay out, and nothing
-        # is left behind in the user's state directory.
-        state = tempfile.mkdtemp(prefix="state-", dir=root.parent) if durable else None
-        options: dict[str, Any] = {"state": state, "loop": loop}
-        if lanes is not None:
-            options["lanes"] = lanes
-        found = asyncio.run(shadow_side(root, file, server, n, edits, agents, answer, options))
+        # A fresh durable store per case, removed after it: branches of an earlier case stay
+        # out, and nothing is left behind in the user's state directory or the cache.
+        with contextlib.ExitStack() as stack:
+            state = (stack.enter_context(tempfile.TemporaryDirectory(prefix="state-",
+                                                                     dir=root.parent))
+                     if durable else None)  # fmt: skip
+            options: dict[str, Any] = {"state": state, "loop": loop}
+            if lanes is not None:
+                options["lanes"] = lanes
+            found = asyncio.run(shadow_side(root, file, server, n, edits, agents, answer,
+                                            options))  # fmt: skip
         extra = {"durable": durable, "answer": answer, "loop": loop, **found}
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began

@@ -49,7 +49,7 @@ def _registered(k: Kernel) -> dict[str, Any]:
 
 def _open_and_lint(k: Kernel, project: Path) -> dict[str, Any]:
     """Open a shadow, lint on it; its mount point and the pids of its overlay and servers."""
-    k.ok(f"%shadow open {project} --servers ruff")
+    k.ok(f"%shadow open {project} --servers ruff --mode fuse")  # mounted at once
     k.ok("%branch new a")
     assert "F401" in k.ok("%lint a inventory/stock.py").data("text/html")[0]
     return ast.literal_eval(

@@ -34,7 +34,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def _open_and_lint(k: Kernel, project: Path) -> dict:
-    k.ok(f"%shadow open {project} --servers ruff\n%branch new a")
+    k.ok(f"%shadow open {project} --servers ruff --mode fuse\n%branch new a")
     assert "F401" in k.ok("%lint a inventory/stock.py").data("text/html")[0]
     return ast.literal_eval(
         k.value(

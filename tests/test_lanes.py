@@ -140,9 +140,10 @@ def test_the_lanes_servers_start_as_the_workspace_opens(tmp_path: Path) -> None:
 @needs_ruff
 def test_a_switch_that_changes_more_than_documents_still_shows_the_branch(tmp_path: Path) -> None:
     """Single-file linters are served from their open documents without a new manifest on
-    the mount, except when the branch changes what they read from the disk (a config)."""
+    the mount, except when the branch changes what they read from the disk (a config). On a
+    lane that mounts at once (mode="fuse"; on demand, see test_documents_lanes.py)."""
     (tmp_path / "m.py").write_text("import os\n")
-    with sk.Workspace(tmp_path, servers=["ruff"], lanes=1) as ws:
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=1, mode="fuse") as ws:
         plain, configured = ws.branch("plain"), ws.branch("configured")
         plain.write("m.py", "import os\nx = 1\n")
         configured.write("m.py", "import os\nx = 2\n")
@@ -260,12 +261,13 @@ def test_closing_while_a_lane_opens_leaves_nothing_behind(library: Path) -> None
     still waits for its overlay's mount: that overlay goes with the others. Every shadow the
     workspace makes is recorded as it is made (overlays are forks of the zygote, whose
     command line they show), and the opening one's wait is held until the close begins (a
-    fork mounts in milliseconds: agents would rarely see a lane opening otherwise)."""
+    fork mounts in milliseconds: agents would rarely see a lane opening otherwise). The lanes
+    mount as they open (mode="fuse"), as they do for every server but single-file linters."""
     cores = len(os.sched_getaffinity(0))
     if most_lanes(["ruff"], cores) == default_lanes(["ruff"], cores):
         pytest.skip(f"{cores} cores: the default lanes are already the most")
     base, n, hold = (library / FILE).read_text(), 12, threading.Event()
-    with sk.Workspace(library, servers=["ruff"], state=None) as ws:
+    with sk.Workspace(library, servers=["ruff"], state=None, mode="fuse") as ws:
         made, make = list(ws.shadows), ws._new_shadow
 
         def held() -> Shadow:

@@ -73,6 +73,10 @@ class DetachedShadow:
     def pid(self) -> int | None:
         return None
 
+    @property
+    def started(self) -> bool:
+        return True  # nothing to start: as a `Shadow` once it mounted
+
     def activate(self, manifest: Mapping[RelPath, Override]) -> Switch:
         began = time.perf_counter()
         manifest = freeze(manifest)

@@ -56,9 +56,12 @@ class Shadow:
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         store: BlobStore | None = None,
         ready: bool = True,
+        lazy: bool = False,
     ) -> None:
         """`ready=False`: return once the overlay process is started, before it mounted; call
-        `wait_ready()` before use (`several` starts shadows so)."""
+        `wait_ready()` before use (`several` starts shadows so). `lazy=True`: start nothing
+        now; the first activation starts and mounts it (a lane whose servers read only their
+        open documents may never need its mount)."""
         self.source = os.path.realpath(source)
         if not os.path.isdir(self.source):
             raise PathError(f"source {os.fspath(source)!r} is not a directory")
@@ -85,6 +88,9 @@ class Shadow:
         self._process: subprocess.Popen[bytes] | zygote.Forked | None = None
         self._sock: socket.socket | None = None
         self._closers: list[Callable[[], None]] = []
+        self._started = False
+        if lazy:
+            return
         try:
             self._spawn()
             if ready:
@@ -123,6 +129,7 @@ class Shadow:
         self.wait_ready()
 
     def _spawn(self) -> None:
+        self._started = True
         os.makedirs(self.mountpoint, exist_ok=True)
         parent_end, child_end = socket.socketpair()
         arguments = [self.source, self.mountpoint, "--spill", self.store.spill_dir,
@@ -165,6 +172,11 @@ class Shadow:
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def started(self) -> bool:
+        """Whether an overlay process was ever started (a lazy shadow's first activation)."""
+        return self._started
 
     @property
     def pid(self) -> int | None:
@@ -241,12 +253,16 @@ class Shadow:
 
         Blobs come back owned by this process's store, so they outlive the overlay's copies.
         """
+        if not self._started:  # nothing was ever mounted, so nothing wrote through it
+            return {}
         with self._lock:
             delta = self._call("collect")
         adopted: dict[str, Blob] = {}  # the names of one inode share one blob
         return {path: self._adopt(o, adopted) for path, o in delta.items()}
 
     def statistics(self) -> dict[str, Any]:
+        if not self._started:
+            return {"mounted": False, "pid": None}
         with self._lock:
             stats = dict(self._call("statistics"))
         stats["pid"] = self.pid

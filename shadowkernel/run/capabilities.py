@@ -22,11 +22,13 @@ back when the mount itself fails (workspace.py).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 
 from ..errors import ArgumentError, OverlayError, RunError
@@ -35,6 +37,7 @@ from .sandbox import _has_filesystem
 
 MODES = ("auto", "fuse", "documents")
 FUSE_DEVICE = "/dev/fuse"
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2  # <sys/mount.h>
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,29 @@ def fuse_problem() -> str | None:
     part of `probe` (no bwrap started), asked before starting what a mount needs; `probe`
     reuses what it found."""
     return _fuse_device() or _fusermount()
+
+
+@functools.cache
+def mounts_fuse_directly() -> bool:
+    """Whether this process mounts FUSE itself (root allowed to mount, no fusermount3),
+    tried with a mount nobody serves, detached at once (about a millisecond). Lanes mount on
+    demand only then (workspace.py): a mount that fails later has no open to fall back from,
+    and this one fails where those would (root without CAP_SYS_ADMIN, a refusing LSM)."""
+    if os.geteuid() != 0 or fuse_problem() is not None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    target = tempfile.mkdtemp(prefix="shadowkernel-probe-")
+    fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        options = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
+        flags = MS_NOSUID | MS_NODEV
+        if libc.mount(b"shadowkernel-probe", target.encode(), b"fuse", flags, options) != 0:
+            return False
+        libc.umount2(target.encode(), MNT_DETACH)
+        return True
+    finally:
+        os.close(fd)
+        os.rmdir(target)
 
 
 @functools.cache

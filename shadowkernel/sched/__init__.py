@@ -7,7 +7,16 @@ every request becomes a timeline event. sched/ may import the overlay, the LSP p
 the text core below it; the public API (workspace/) and the faces sit above and import it.
 """
 
-from .policy import POLICIES, LaneGrowth, Policy, RequestQueue, Ticket, default_lanes, most_lanes
+from .policy import (
+    POLICIES,
+    LaneGrowth,
+    Policy,
+    RequestQueue,
+    Ticket,
+    default_lanes,
+    most_lanes,
+    single_file_only,
+)
 from .scheduler import Lane, Scheduler, Snapshot, acting_for
 from .timeline import MIME_TYPE, SCHEMA, Answer, Event, Timeline, percentile, summarize
 
@@ -29,5 +38,6 @@ __all__ = [
     "default_lanes",
     "most_lanes",
     "percentile",
+    "single_file_only",
     "summarize",
 ]

@@ -174,6 +174,15 @@ Policy = str  # a name in POLICIES
 # Servers that lint one file at a time from its text (a lane of them is light: one small
 # process that needs no other file), by name; every other server is treated as heavy.
 SINGLE_FILE_SERVERS = frozenset({"ruff"})
+
+
+def single_file_only(servers: Sequence[str]) -> bool:
+    """Some servers, each a single-file linter: such lanes may answer from the user's folder,
+    the branch's files given as open documents, and mount only when a job needs it
+    (`Lane.documents`)."""
+    return bool(servers) and all(name in SINGLE_FILE_SERVERS for name in servers)
+
+
 MAX_LIGHT_LANES = 4  # lanes opened at first, at most: the one services loop limits too
 LIGHT_LANES_PER_CORE, MOST_LIGHT_LANES = 3, 6  # what load grows single-file linters' lanes to
 MAX_HEAVY_LANES = 4
@@ -201,7 +210,7 @@ def default_lanes(servers: Sequence[str], cores: int, memory: int | None = None)
     """
     if not servers:  # nothing to serve side by side
         return 1
-    if all(name in SINGLE_FILE_SERVERS for name in servers):
+    if single_file_only(servers):
         return max(1, min(cores, MAX_LIGHT_LANES))
     fits = MAX_HEAVY_LANES if memory is None else memory // 2 // HEAVY_LANE_MEMORY
     return max(1, min(cores // CORES_PER_HEAVY_LANE, MAX_HEAVY_LANES, fits))
@@ -226,7 +235,7 @@ def most_lanes(servers: Sequence[str], cores: int, memory: int | None = None) ->
     already fills the cores.
     """
     start = default_lanes(servers, cores, memory)
-    if servers and all(name in SINGLE_FILE_SERVERS for name in servers):
+    if single_file_only(servers):
         return max(start, min(LIGHT_LANES_PER_CORE * cores, MOST_LIGHT_LANES))
     return start
 

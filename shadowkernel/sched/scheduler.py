@@ -7,7 +7,9 @@ to the state it needs with `await lane.show(snapshot)`: the shadow activates the
 manifest and the pool is synced to its documents; a lane already showing it does nothing, which
 is why consecutive requests of one branch cost no switch. A job that asks only servers reading
 nothing but their open documents (`show(snapshot, servers)`) leaves the mount as it is when
-the documents carry every change; the next job that needs the mount switches it.
+the documents carry every change; the next job that needs the mount switches it. A lane of
+single-file linters only serves such jobs from a pool rooted at the user's folder and mounts
+its shadow at the first job that needs it (`Lane.documents`).
 
 Everything here runs on the workspace's one event loop; callers on other threads go through
 `asyncio.run_coroutine_threadsafe` (see workspace.py).
@@ -29,6 +31,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ..lsp import LspPool
@@ -68,12 +71,22 @@ class Snapshot:
 
 
 class Lane:
-    """One shadow and its pool; remembers which snapshot it shows and what switching cost."""
+    """One shadow and its pool; remembers which snapshot it shows and what switching cost.
 
-    def __init__(self, index: int, shadow: Shadow, pool: LspPool, threaded: bool) -> None:
+    `documents`, where given: a pool of single-file servers rooted at the user's folder. It
+    serves a job whose servers all read nothing but their open documents when every path the
+    snapshot changes is one of those documents and a file of the folder: the folder then reads
+    as the mount would, so the job needs no switch, nor the mount at all (a lazy shadow mounts
+    at the first job that does). `pool` is the pool serving the current job: `show` sets it."""
+
+    def __init__(self, index: int, shadow: Shadow, pool: LspPool, threaded: bool,
+                 documents: LspPool | None = None) -> None:  # fmt: skip
         self.index = index
         self.shadow = shadow
-        self.pool = pool
+        self.mounted = pool  # its servers are rooted at the shadow's mount
+        self.documents = documents
+        self.pool = documents or pool
+        self._documents_key: Hashable = None  # the snapshot `documents` was last synced to
         self.key: Hashable = None
         self.switch_seconds = 0.0  # spent in show() during the current request
         self._written: set[RelPath] = set()  # paths written behind the manifest's back (runs)
@@ -86,21 +99,32 @@ class Lane:
     async def show(self, snapshot: Snapshot, servers: Collection[str] | None = None) -> None:
         """Bring the lane to `snapshot` for a job that asks `servers` (None: every server of
         the pool, and whatever reads the mount). Where those all read only their open
-        documents (single-file linters) and the documents carry every change, the mount
-        keeps what it shows: a lint by ruff beside jedi-language-server costs no switch."""
+        documents (single-file linters) and the documents carry every change, the user's
+        folder serves (`documents`), or the mount keeps what it shows: a lint by ruff beside
+        jedi-language-server costs no switch."""
         asked = self._asked(servers)
         documents_only = bool(asked) and all(s.name in SINGLE_FILE_SERVERS for s in asked)
+        if (
+            documents_only
+            and self.documents is not None
+            and _documents_suffice(snapshot.manifest, snapshot, asked, self.documents.root)
+        ):  # the folder reads as the mount would: no switch, no mount
+            await self._show_documents(snapshot)
+            return
+        self.pool = self.mounted
         mounted = documents_only or not self._mount_behind
         if snapshot.key == self.key and not self._written and mounted:
             return
         began = time.perf_counter()
         self.key = None  # unknown until both steps succeeded
         changed = set(changed_paths(self.shadow.manifest, snapshot.manifest)) | self._written
-        mount = not (documents_only and self._documents_suffice(changed, snapshot, asked))
+        # A lazy shadow not yet started shows nothing: the first job here mounts it.
+        keep = self.shadow.started and documents_only and not self._written
+        mount = not (keep and _documents_suffice(changed, snapshot, asked, self.mounted.root))
         if not mount:
             self._mount_behind = bool(changed)
             changed = set()  # the mount keeps its old bytes; the servers read the documents
-        elif self._threaded:
+        elif self._threaded or not self.shadow.started:  # a lazy shadow's first mount: 0.2 s
             await asyncio.to_thread(self._activate, snapshot.manifest, changed)
         else:
             self._activate(snapshot.manifest, changed)
@@ -112,8 +136,23 @@ class Lane:
         self.key = snapshot.key
         self.switch_seconds += time.perf_counter() - began
 
+    @property
+    def pools(self) -> list[LspPool]:
+        return [pool for pool in (self.documents, self.mounted) if pool is not None]
+
+    async def _show_documents(self, snapshot: Snapshot) -> None:
+        assert self.documents is not None
+        self.pool = self.documents
+        if snapshot.key == self._documents_key:
+            return
+        began = time.perf_counter()
+        self._documents_key = None  # unknown until the sync succeeded
+        await self.documents.sync(snapshot.documents)
+        self._documents_key = snapshot.key
+        self.switch_seconds += time.perf_counter() - began
+
     def _asked(self, servers: Collection[str] | None) -> list[Any]:
-        specs = getattr(self.pool, "specs", None) or []
+        specs = getattr(self.mounted, "specs", None) or []
         return list(specs) if servers is None else [s for s in specs if s.name in servers]
 
     def _activate(self, manifest: Manifest, changed: set[RelPath]) -> None:
@@ -121,19 +160,20 @@ class Lane:
         self.pool.saw(changed - self._written)
         self.shadow.activate(manifest)
 
-    def _documents_suffice(self, changed: set[RelPath], snapshot: Snapshot,
-                           asked: list[Any]) -> bool:  # fmt: skip
-        """Every path the mount shows differently is an open document of every asked server
-        (which reads nothing else): the mount may keep showing what it shows."""
-        if self._written:
-            return False
-        return all(p in snapshot.documents and all(matches(p, s.patterns) for s in asked)
-                   for p in changed)  # fmt: skip
-
     def run_wrote(self, paths: set[RelPath]) -> None:
         """Something (a run) changed these paths on the mount: re-sync them on the next show."""
         self._written |= paths
         self.key = None
+
+
+def _documents_suffice(changed: Collection[RelPath], snapshot: Snapshot, asked: list[Any],
+                       disk: Path) -> bool:  # fmt: skip
+    """Servers reading only their open documents, rooted at `disk`, answer about `snapshot`
+    though `disk` shows other bytes at the `changed` paths: each is an open document of every
+    asked server and a file on `disk` (a new module only a document would be missing where a
+    linter looks at the disk: ruff's package detection of a branch's new `__init__.py`)."""
+    return all(p in snapshot.documents and all(matches(p, s.patterns) for s in asked)
+               and (disk / p).is_file() for p in changed)  # fmt: skip
 
 
 # A job brings its lane to the state it needs and returns an Answer.

@@ -1,0 +1,165 @@
+"""Lanes of single-file linters (ruff) answer from the user's folder, the branch's files given
+as open documents, and mount only when a job needs the mount: on a real library their answers
+equal those of lanes that mount at once, a branch changing what the linter reads on the disk
+(its config, a new package marker) is linted on the mount, and only a process that mounts
+FUSE itself (root allowed to mount) opens lanes this way: elsewhere a mount that fails must
+fail at the open, where the workspace falls back to documents mode."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from overlay_helpers import needs_fuse
+
+import shadowkernel as sk
+from shadowkernel.lsp import available_servers
+from shadowkernel.run import capabilities
+
+needs_ruff = pytest.mark.skipif(not available_servers().get("ruff"), reason="ruff missing")
+needs_direct_mounts = pytest.mark.skipif(
+    not capabilities.mounts_fuse_directly(),
+    reason="lanes mount on demand only where this process mounts FUSE itself (root allowed to)",
+)
+FILES = ("more_itertools/recipes.py", "more_itertools/more.py")
+
+
+def folder_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def seeded_edit(text: str, rng: random.Random, agent: int, step: int) -> str:
+    """One of the edits agents make: an error of this agent's, an unused import, a comment
+    appended to a line, a line's indentation-neutral trailing spaces, or a deleted line."""
+    lines = text.splitlines(keepends=True)
+    at = rng.randrange(len(lines))
+    kind = rng.randrange(5)
+    if kind == 0:
+        top = [i for i, x in enumerate(lines) if x.startswith("def ")]
+        lines.insert(rng.choice(top), f"zz_{agent}_{step} = undefined_{agent}_{step}\n")
+    elif kind == 1:
+        lines.insert(0, "import json\n")
+    elif kind == 2:
+        lines[at] = lines[at].rstrip("\n") + f"  # note {agent}.{step}\n"
+    elif kind == 3:
+        lines[at] = lines[at].rstrip("\n") + "   \n"
+    elif lines[at].strip() == "":
+        del lines[at]
+    return "".join(lines)
+
+
+def lint_rows(branch: sk.Branch, paths: list[str]) -> list[tuple]:
+    report = branch.lint_report(paths, fixes=False)
+    return [(lint.path, lint.line, lint.column, lint.code, lint.message, new)
+            for lint, new in zip(report.lints, report.new, strict=True)]  # fmt: skip
+
+
+@needs_fuse
+@needs_ruff
+@needs_direct_mounts
+def test_on_demand_lanes_answer_as_mounted_ones_and_never_mount(library: Path) -> None:
+    """Seeded random edits by three agents on two real modules, each answer compared with the
+    same branch's answer on lanes that mount at once (mode="fuse"): equal, new flags included;
+    no overlay process ever started, and the user's folder unchanged."""
+    before, rng = folder_digest(library), random.Random(20)
+    texts = {path: (library / path).read_text() for path in FILES}
+    with (
+        sk.Workspace(library, servers=["ruff"], state=None) as on_demand,
+        sk.Workspace(library, servers=["ruff"], state=None, mode="fuse") as mounted,
+    ):
+        assert on_demand.mode == mounted.mode == "fuse"
+        pairs = [(on_demand.branch(f"agent-{i}"), mounted.branch(f"agent-{i}")) for i in range(3)]
+        compared = 0
+        for step in range(4):
+            for agent, (lazy, eager) in enumerate(pairs):
+                path = FILES[(agent + step) % 2]
+                texts[path] = seeded_edit(texts[path], rng, agent, step)
+                lazy.write(path, texts[path])
+                eager.write(path, texts[path])
+                rows = lint_rows(lazy, [path])
+                assert rows == lint_rows(eager, [path]), (agent, step, path)
+                compared += len(rows)
+        assert compared > 0
+        assert not any(shadow.started for shadow in on_demand.shadows)
+        assert all(shadow.started for shadow in mounted.shadows)
+        lanes = on_demand._scheduler.lanes
+        assert sum(lane.mount_switches for lane in lanes) == 0
+    assert folder_digest(library) == before
+
+
+@needs_fuse
+@needs_ruff
+@pytest.mark.parametrize("mode", ["auto", "fuse"])
+def test_what_a_linter_reads_on_the_disk_is_linted_on_the_mount(tmp_path: Path, mode: str) -> None:
+    """A branch's ruff.toml and a branch's new `__init__.py` change what ruff reads from the
+    disk (its rules; whether the module is in a package, rule INP001): their lints come from
+    the mount, which shows them. Served from the documents alone (the folder, or a mount left
+    behind), INP001 would stay."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("import os\n")
+    (tmp_path / "ruff.toml").write_text('[lint]\nselect = ["F", "INP"]\n')
+    before = folder_digest(tmp_path)
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=1, state=None, mode=mode) as ws:
+        plain, configured, packaged = ws.branch("plain"), ws.branch("configured"), ws.branch("p")
+        for branch in (plain, configured, packaged):
+            branch.write("pkg/mod.py", "import os\nx = 1\n")
+        configured.write("ruff.toml", '[lint]\nselect = ["E"]\n')
+        packaged.write("pkg/__init__.py", "")
+        codes = {
+            b.name: sorted(set(b.lint(["pkg/mod.py"])["code"]))
+            for b in (plain, packaged, configured)
+        }
+        assert codes == {"plain": ["F401", "INP001"], "configured": [], "p": ["F401"]}
+        assert ws.shadows[0].started  # the mount served the last two
+        assert sorted(set(plain.lint(["pkg/mod.py"])["code"])) == ["F401", "INP001"]
+    assert folder_digest(tmp_path) == before
+
+
+@needs_fuse
+@needs_ruff
+@needs_direct_mounts
+def test_a_run_on_an_on_demand_lane_mounts_it(tmp_path: Path) -> None:
+    """A run through the shared mount (mode="fuse") holds a lane and needs its mount: the
+    lane's lazy shadow mounts then, and the run sees the branch's files."""
+    (tmp_path / "m.py").write_text("import os\n")
+    with sk.Workspace(tmp_path, servers=["ruff"], lanes=1, state=None) as ws:
+        branch = ws.branch("a")
+        branch.write("m.py", "print('from the branch')\n")
+        assert set(branch.lint(["m.py"])["code"]) == set()
+        assert not ws.shadows[0].started
+        result = branch.run(["python3", "m.py"], mode="fuse")
+        assert result.exit_code == 0 and result.stdout == "from the branch\n"
+        assert ws.shadows[0].started
+
+
+def _mounts_directly_as(prefix: list[str]) -> str:
+    code = "from shadowkernel.run import capabilities; print(capabilities.mounts_fuse_directly())"
+    done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).parent.parent)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@needs_fuse
+@pytest.mark.skipif(os.geteuid() != 0, reason="compares root with and without CAP_SYS_ADMIN")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv missing (util-linux)")
+def test_only_a_process_that_mounts_fuse_itself_mounts_on_demand() -> None:
+    """Root mounts FUSE itself; root without CAP_SYS_ADMIN (a container) and a normal user
+    (through fusermount3) do not, so their lanes mount at the open, which falls back to
+    documents mode when the mount fails (tests/test_fallback_child.py)."""
+    assert _mounts_directly_as([]) == "True"
+    assert (
+        _mounts_directly_as(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-all"]) == "False"
+    )
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    assert _mounts_directly_as(nobody) == "False"
