@@ -28,10 +28,10 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ..lsp import LspPool
@@ -167,13 +167,13 @@ class Lane:
 
 
 def _documents_suffice(changed: Collection[RelPath], snapshot: Snapshot, asked: list[Any],
-                       disk: Path) -> bool:  # fmt: skip
+                       disk: os.PathLike[str]) -> bool:  # fmt: skip
     """Servers reading only their open documents, rooted at `disk`, answer about `snapshot`
     though `disk` shows other bytes at the `changed` paths: each is an open document of every
     asked server and a file on `disk` (a new module only a document would be missing where a
     linter looks at the disk: ruff's package detection of a branch's new `__init__.py`)."""
     return all(p in snapshot.documents and all(matches(p, s.patterns) for s in asked)
-               and (disk / p).is_file() for p in changed)  # fmt: skip
+               and os.path.isfile(os.path.join(disk, p)) for p in changed)  # fmt: skip
 
 
 # A job brings its lane to the state it needs and returns an Answer.
