@@ -5,6 +5,7 @@ is ever written into the user's folder."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import make_project, needs_fuse, snapshot
+from waiting import wait_for
 
 import shadowkernel as sk
 from shadowkernel.workspace import durable, statedir
@@ -398,3 +400,33 @@ def test_a_history_past_the_memory_budget_comes_back_whole(library: Path, tmp_pa
         restored = again.branches["a"]
         assert history(again) == kept and str(restored.diff(version=3)) == diff_3
         assert "+X2 = 2" in diff_3 and restored.versions[1].files.held(path) is None
+
+
+def test_the_flusher_checkpoints_the_record_not_the_callers(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A staging commits its record into the WAL and returns; copying the WAL into the
+    database (with its fsyncs) is the flusher's, once the WAL passes CHECKPOINT_BYTES (here
+    one byte): the database file alone, copied while the workspace is open, holds the
+    records, and the callers' connection never checkpoints."""
+    monkeypatch.setattr(durable, "CHECKPOINT_BYTES", 1)
+    state = tmp_path / "state"
+    with reopen(project, state) as ws:
+        assert ws.durable is not None
+        assert ws.durable._db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        a = ws.branch("a")
+        for i in range(5):
+            a.write("pkg/mod.py", f"def add(a, b):\n    return a + b + {i}\n")
+
+        def records_in_the_database_file() -> int:
+            copy = tmp_path / "copy.sqlite"
+            copy.write_bytes((state / "record.sqlite").read_bytes())  # no WAL beside it
+            try:
+                with contextlib.closing(sqlite3.connect(copy)) as db:
+                    return int(db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+            except sqlite3.OperationalError:  # the schema itself is still in the WAL only
+                return 0
+            finally:
+                copy.unlink()
+
+        wait_for(lambda: records_in_the_database_file() >= 6, 30, "a fork and 5 versions")
