@@ -78,6 +78,8 @@ def test_on_demand_lanes_answer_as_mounted_ones_and_never_mount(library: Path) -
         sk.Workspace(library, servers=["ruff"], state=None, mode="fuse") as mounted,
     ):
         assert on_demand.mode == mounted.mode == "fuse"
+        assert "each lane mounts when a job needs it" in on_demand.mode_reason
+        assert "when a job needs it" not in mounted.mode_reason
         pairs = [(on_demand.branch(f"agent-{i}"), mounted.branch(f"agent-{i}")) for i in range(3)]
         compared = 0
         for step in range(4):

@@ -221,6 +221,9 @@ class Workspace:
         if self._on_demand:  # see `single_file_only`
             self._caches = tempfile.mkdtemp(prefix="shadowkernel-caches-")
             self._shadows = [self._new_shadow() for _ in range(lanes)]
+            chosen = capabilities.Mode("fuse", f"{chosen.reason}; each lane mounts when a job "
+                                       "needs it: its single-file linters answer from the folder, "
+                                       "which nothing writes, until then")  # fmt: skip
         elif chosen.name == "fuse":
             try:  # started side by side: each takes about a second to mount
                 self._shadows = list(Shadow.several(self.root, lanes, self.store))
