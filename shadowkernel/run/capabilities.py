@@ -22,6 +22,7 @@ back when the mount itself fails (workspace.py).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -167,18 +168,21 @@ def mounts_fuse_directly() -> bool:
     if os.geteuid() != 0 or fuse_problem() is not None:
         return False
     libc = ctypes.CDLL(None, use_errno=True)
-    target = tempfile.mkdtemp(prefix="shadowkernel-probe-")
-    fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)
+        target = tempfile.mkdtemp(prefix="shadowkernel-probe-")
+    except OSError:
+        return False
     try:
         options = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
         flags = MS_NOSUID | MS_NODEV
         if libc.mount(b"shadowkernel-probe", target.encode(), b"fuse", flags, options) != 0:
             return False
-        libc.umount2(target.encode(), MNT_DETACH)
-        return True
+        return libc.umount2(target.encode(), MNT_DETACH) == 0
     finally:
         os.close(fd)
-        os.rmdir(target)
+        with contextlib.suppress(OSError):
+            os.rmdir(target)
 
 
 @functools.cache

@@ -347,9 +347,8 @@ class DurableStore:
     # -- the flusher: durable against a machine crash, off the callers' path --------------------
 
     def _flush_rounds(self) -> None:
-        record = os.path.join(self.path, "record.sqlite")
-        with contextlib.closing(sqlite3.connect(record, isolation_level=None)) as checkpointer:
-            checkpointer.execute("PRAGMA synchronous=NORMAL")
+        record, checkpointer = os.path.join(self.path, "record.sqlite"), None
+        try:
             while True:
                 self._dirty.wait()
                 self._closing.wait(FLUSH_LINGER)  # more records join this round
@@ -358,11 +357,15 @@ class DurableStore:
                 try:
                     self.flush()
                     if not closing:  # the last connection to close checkpoints anyway
+                        checkpointer = checkpointer or _connect(record)
                         _checkpoint(checkpointer, record + "-wal")
                 except (OSError, sqlite3.Error):  # durable against process crashes still
                     log.warning("%s: could not flush to disk", self.path, exc_info=True)
                 if closing:
                     return
+        finally:
+            if checkpointer is not None:
+                checkpointer.close()
 
     def flush(self) -> None:
         """Make every record written so far survive a machine crash: its blobs synced, then the
@@ -583,6 +586,12 @@ def _hashes(kind: str, body: Any) -> Iterator[str]:
         yield from (h for h, *_ in body.values() if h)
     elif kind == "scratch":
         yield from (o["blob"] for o in body.values() if o and o.get("blob"))
+
+
+def _connect(record: str) -> sqlite3.Connection:
+    db = sqlite3.connect(record, isolation_level=None)
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
 
 
 def _checkpoint(db: sqlite3.Connection, wal: str) -> None:
