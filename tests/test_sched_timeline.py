@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from typing import Any
 
 import pytest
 
-from shadowkernel.errors import NotFound
+from shadowkernel.errors import NotFound, ServerError
 from shadowkernel.run import RunResult
 from shadowkernel.sched import Answer, Lane, Scheduler
 from shadowkernel.sched.timeline import MIME_TYPE, Event, Timeline, format_ms, percentile, to_fixed
@@ -103,6 +104,43 @@ def test_the_timeline_reads_each_jobs_answer() -> None:
     counts = [(e.lints, e.new_lints, e.exit_code, e.outcome) for e in events]
     assert counts == [(3, 1, None, "3 lints (1 new)"), (None, None, 2, "exit 2"),
                       (None, None, None, "0 locations")]  # fmt: skip
+
+
+def test_a_serve_whose_caller_gave_up_fails_without_a_never_retrieved_error() -> None:
+    """A caller cancelled while its request is served leaves the serve going; when the serve
+    then fails (its server crashed), the error is recorded on the timeline and is nobody's to
+    raise: asyncio must not log it as a never-retrieved exception."""
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[Event]]:
+        reported: list[dict[str, Any]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: reported.append(ctx))
+        scheduler = Scheduler([Lane(0, None, None, False)])  # type: ignore[arg-type]
+        scheduler.start()
+        serving, crash = asyncio.Event(), asyncio.Event()
+
+        async def job(lane: Lane) -> Any:
+            serving.set()
+            await crash.wait()
+            raise ServerError("the server crashed")
+
+        caller = asyncio.create_task(scheduler.submit("b", 1, "lint", "lint", job))
+        await serving.wait()
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        crash.set()
+        for _ in range(100):  # loop turns, not time: until the failed serve is recorded
+            if scheduler.events:
+                break
+            await asyncio.sleep(0)
+        await scheduler.close()
+        del caller
+        gc.collect()
+        return reported, scheduler.events
+
+    reported, events = asyncio.run(scenario())
+    assert [(e.branch, e.ok) for e in events] == [("b", False)]
+    assert reported == []
 
 
 def test_request_by_id_describes_it_and_reaches_the_diff() -> None:

@@ -176,6 +176,13 @@ def _documents_suffice(changed: Collection[RelPath], snapshot: Snapshot, asked: 
                and os.path.isfile(os.path.join(disk, p)) for p in changed)  # fmt: skip
 
 
+def _nobodys(future: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of a serve whose caller gave up: its error is nobody's to raise,
+    and asyncio would log it as never retrieved (a server that crashed meanwhile)."""
+    if not future.cancelled():
+        future.exception()
+
+
 # A job brings its lane to the state it needs and returns an Answer.
 Job = Callable[[Lane], Awaitable[Answer[T]]]
 
@@ -256,7 +263,11 @@ class Scheduler:
         request = _Request(branch, version, kind, op, job, future, self.now(), _CLIENT.get())
         self.queue.push(branch, request)
         self._kick()
-        return await asyncio.shield(future)  # a caller giving up does not abort the serve
+        try:
+            return await asyncio.shield(future)  # a caller giving up does not abort the serve
+        except asyncio.CancelledError:
+            future.add_done_callback(_nobodys)
+            raise
 
     def _kick(self) -> None:
         """Wake as many idle lanes as branches wait, lowest first: any idle lane serves any
