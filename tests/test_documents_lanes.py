@@ -1,9 +1,10 @@
 """Lanes of single-file linters (ruff) answer from the user's folder, the branch's files given
 as open documents, and mount only when a job needs the mount: on a real library their answers
 equal those of lanes that mount at once, a branch changing what the linter reads on the disk
-(its config, a new package marker) is linted on the mount, and only a process that mounts
-FUSE itself (root allowed to mount) opens lanes this way: elsewhere a mount that fails must
-fail at the open, where the workspace falls back to documents mode."""
+(its config, a new package marker) is linted on the mount, and only where a trial FUSE mount
+succeeds (root, or a user with a setuid fusermount3) does a workspace open lanes this way:
+elsewhere a mount that fails must fail at the open, where the workspace falls back to
+documents mode. Probed and used as root and as a normal user, in real processes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,9 @@ from shadowkernel.lsp import available_servers
 from shadowkernel.run import capabilities
 
 needs_ruff = pytest.mark.skipif(not available_servers().get("ruff"), reason="ruff missing")
-needs_direct_mounts = pytest.mark.skipif(
-    not capabilities.mounts_fuse_directly(),
-    reason="lanes mount on demand only where this process mounts FUSE itself (root allowed to)",
+needs_trial_mount = pytest.mark.skipif(
+    not capabilities.fuse_mounts(),
+    reason="lanes mount on demand only where a trial FUSE mount succeeds",
 )
 FILES = ("more_itertools/recipes.py", "more_itertools/more.py")
 
@@ -66,7 +68,7 @@ def lint_rows(branch: sk.Branch, paths: list[str]) -> list[tuple]:
 
 @needs_fuse
 @needs_ruff
-@needs_direct_mounts
+@needs_trial_mount
 def test_on_demand_lanes_answer_as_mounted_ones_and_never_mount(library: Path) -> None:
     """Seeded random edits by three agents on two real modules, each answer compared with the
     same branch's answer on lanes that mount at once (mode="fuse"): equal, new flags included;
@@ -129,7 +131,7 @@ def test_what_a_linter_reads_on_the_disk_is_linted_on_the_mount(tmp_path: Path, 
 
 @needs_fuse
 @needs_ruff
-@needs_direct_mounts
+@needs_trial_mount
 def test_a_run_on_an_on_demand_lane_mounts_it(tmp_path: Path) -> None:
     """A run through the shared mount (mode="fuse") holds a lane and needs its mount: the
     lane's lazy shadow mounts then, and the run sees the branch's files."""
@@ -144,24 +146,75 @@ def test_a_run_on_an_on_demand_lane_mounts_it(tmp_path: Path) -> None:
         assert ws.shadows[0].started
 
 
-def _mounts_directly_as(prefix: list[str]) -> str:
-    code = "from shadowkernel.run import capabilities; print(capabilities.mounts_fuse_directly())"
-    done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, cwd=Path(__file__).parent.parent)  # fmt: skip
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+ON_DEMAND = """
+import sys, shadowkernel as sk
+with sk.Workspace(sys.argv[1], servers=["ruff"], state=None) as ws:
+    branch = ws.branch("a")
+    branch.write("pkg/mod.py", "import os\\nx = undefined_name\\n")
+    codes = sorted(set(branch.lint(["pkg/mod.py"])["code"]))
+    print(codes, any(shadow.started for shadow in ws.shadows), ws.mode)
+"""
+
+
+def _as(prefix: list[str], *argv: str) -> str:
+    done = subprocess.run([*prefix, sys.executable, *argv], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).parent.parent,
+                          env=dict(os.environ, HOME="/tmp"))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _probe(prefix: list[str]) -> str:
+    return _as(
+        prefix, "-c", "from shadowkernel.run import capabilities as c; print(c.fuse_mounts())"
+    )
+
+
+def _setuid_fusermount() -> bool:
+    program = shutil.which("fusermount3")
+    return program is not None and bool(os.stat(program).st_mode & 0o4000)
 
 
 @needs_fuse
-@pytest.mark.skipif(os.geteuid() != 0, reason="compares root with and without CAP_SYS_ADMIN")
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs the probe as root and as other users")
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv missing (util-linux)")
-def test_only_a_process_that_mounts_fuse_itself_mounts_on_demand() -> None:
-    """Root mounts FUSE itself; root without CAP_SYS_ADMIN (a container) and a normal user
-    (through fusermount3) do not, so their lanes mount at the open, which falls back to
-    documents mode when the mount fails (tests/test_fallback_child.py)."""
-    assert _mounts_directly_as([]) == "True"
-    assert (
-        _mounts_directly_as(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-all"]) == "False"
-    )
-    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    assert _mounts_directly_as(nobody) == "False"
+@pytest.mark.skipif(
+    not _setuid_fusermount(), reason="a normal user mounts with a setuid fusermount3"
+)
+def test_the_trial_mount_answers_as_a_real_mount_would() -> None:
+    """Root mounts; root without CAP_SYS_ADMIN (a container) does not; a normal user mounts
+    through the setuid fusermount3, unless setuid programs are refused (no_new_privs, as in
+    many sandboxes). Where it says no, lanes mount at the open, which falls back to documents
+    mode when the mount fails (tests/test_fallback_child.py)."""
+    assert _probe([]) == "True"
+    assert _probe(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-all"]) == "False"
+    assert _probe(NOBODY) == "True"
+    assert _probe([*NOBODY, "--no-new-privs"]) == "False"
+
+
+@needs_fuse
+@needs_ruff
+@pytest.mark.skipif(os.geteuid() != 0, reason="opens the workspace as another user")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv missing (util-linux)")
+@pytest.mark.skipif(
+    not _setuid_fusermount(), reason="a normal user mounts with a setuid fusermount3"
+)
+def test_a_normal_users_ruff_lanes_answer_before_any_mount() -> None:
+    """As the user `nobody`: a ruff workspace on a project it may read answers a branch's lint
+    exactly, from the folder, without starting any overlay, in mode "fuse"."""
+    project = Path(tempfile.mkdtemp(prefix="sk-nobody-"))
+    try:
+        (project / "pkg").mkdir()
+        (project / "pkg" / "mod.py").write_text("import os\n")
+        (project / "ruff.toml").write_text('[lint]\nselect = ["F"]\n')  # not /tmp's, if any
+        for path in (project, project / "pkg"):
+            path.chmod(0o755)
+        for path in (project / "pkg" / "mod.py", project / "ruff.toml"):
+            path.chmod(0o644)
+        before = folder_digest(project)
+        found = _as(NOBODY, "-c", ON_DEMAND, str(project))
+        assert found == "['F401', 'F821'] False fuse"
+        assert folder_digest(project) == before
+    finally:
+        shutil.rmtree(project, ignore_errors=True)

@@ -23,10 +23,10 @@ back when the mount itself fails (workspace.py).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
@@ -38,7 +38,6 @@ from .sandbox import _has_filesystem
 
 MODES = ("auto", "fuse", "documents")
 FUSE_DEVICE = "/dev/fuse"
-MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2  # <sys/mount.h>
 
 
 @dataclass(frozen=True)
@@ -160,29 +159,39 @@ def fuse_problem() -> str | None:
 
 
 @functools.cache
-def mounts_fuse_directly() -> bool:
-    """Whether this process mounts FUSE itself (root allowed to mount, no fusermount3),
-    tried with a mount nobody serves, detached at once (about a millisecond). Lanes mount on
-    demand only then (workspace.py): a mount that fails later has no open to fall back from,
-    and this one fails where those would (root without CAP_SYS_ADMIN, a refusing LSM)."""
-    if os.geteuid() != 0 or fuse_problem() is not None:
+def fuse_mounts() -> bool:
+    """Whether a FUSE mount succeeds here, tried once per process (about 4 ms): fusermount3
+    mounts a folder nobody serves and hands over its /dev/fuse descriptor, which is closed,
+    then unmounts it. Lanes mount on demand only then (workspace.py): a mount that fails later
+    has no open to fall back from, and this one fails where those would (no right to mount,
+    root without CAP_SYS_ADMIN, a refusing security module)."""
+    program = shutil.which("fusermount3")
+    if program is None or fuse_problem() is not None:
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
+    ours, theirs = socket.socketpair()
+    target = ""
     try:
-        fd = os.open(FUSE_DEVICE, os.O_RDWR | os.O_CLOEXEC)
         target = tempfile.mkdtemp(prefix="shadowkernel-probe-")
-    except OSError:
-        return False
-    try:
-        options = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
-        flags = MS_NOSUID | MS_NODEV
-        if libc.mount(b"shadowkernel-probe", target.encode(), b"fuse", flags, options) != 0:
+        ours.settimeout(10)
+        env = dict(os.environ, _FUSE_COMMFD=str(theirs.fileno()))  # where the fd is sent
+        mount = [program, "-o", "nosuid,nodev,fsname=shadowkernel-probe", "--", target]
+        if _quietly(mount, env, theirs.fileno()) != 0:
             return False
-        return libc.umount2(target.encode(), MNT_DETACH) == 0
+        for fd in socket.recv_fds(ours, 1, 1)[1]:
+            os.close(fd)
+        return _quietly([program, "-u", "-z", "--", target], env) == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
     finally:
-        os.close(fd)
+        ours.close()
+        theirs.close()
         with contextlib.suppress(OSError):
             os.rmdir(target)
+
+
+def _quietly(argv: list[str], env: dict[str, str], *keep: int) -> int:
+    done = subprocess.run(argv, env=env, pass_fds=keep, capture_output=True, timeout=10)
+    return done.returncode
 
 
 @functools.cache

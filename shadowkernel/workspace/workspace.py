@@ -11,7 +11,7 @@ Two modes (`ws.mode`, and why: `ws.mode_reason`): "fuse", a FUSE mount per lane;
 user's folder get the staged files as open documents, runs happen in a private copy
 (overlay/detached.py, run/copy.py, docs/fallback.md). mode="auto" probes once
 (run/capabilities.py) and also falls back when the mount itself fails. Where every language
-server is a single-file linter (ruff) and this process mounts FUSE itself (root), mode="auto"
+server is a single-file linter (ruff) and a trial FUSE mount works here, mode="auto"
 mounts each lane on demand: its servers answer from the user's folder while the branch's
 changes are all their open documents, so most workspaces of ruff never mount at all
 (`sched.Lane.documents`; the first answer comes 0.1 s sooner, without the overlay's imports).
@@ -161,7 +161,7 @@ class Workspace:
         # Checkers (mypy, go vet, ...) run as sandboxed runs (checkers.py), not in the pools.
         self._lsp_servers, self.checkers = registry.split(self.servers, Path(self.root))
         self._on_demand = (mode == "auto" and single_file_only(_server_names(self._lsp_servers))
-                           and capabilities.mounts_fuse_directly())  # fmt: skip
+                           and capabilities.fuse_mounts())  # fmt: skip
         if mode != "documents" and not self._on_demand and capabilities.fuse_problem() is None:
             Shadow.prepare()  # its imports run beside the steps below, up to the mount
         self.state_dir = None if state is None else statedir.directory(self.root, state)
