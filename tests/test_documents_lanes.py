@@ -171,17 +171,25 @@ def _probe(prefix: list[str]) -> str:
     )
 
 
-def _setuid_fusermount() -> bool:
+def _other_users_problem() -> str | None:
+    """Why these tests cannot run as other users here (None: they can)."""
     program = shutil.which("fusermount3")
-    return program is not None and bool(os.stat(program).st_mode & 0o4000)
+    if os.geteuid() != 0:
+        return "becomes other users with setpriv: needs root"
+    if shutil.which("setpriv") is None:
+        return "setpriv missing (util-linux)"
+    if program is None or not os.stat(program).st_mode & 0o4000:
+        return "a normal user mounts with a setuid fusermount3"
+    return None
+
+
+as_other_users = pytest.mark.skipif(
+    _other_users_problem() is not None, reason=_other_users_problem() or ""
+)
 
 
 @needs_fuse
-@pytest.mark.skipif(os.geteuid() != 0, reason="runs the probe as root and as other users")
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv missing (util-linux)")
-@pytest.mark.skipif(
-    not _setuid_fusermount(), reason="a normal user mounts with a setuid fusermount3"
-)
+@as_other_users
 def test_the_trial_mount_answers_as_a_real_mount_would() -> None:
     """Root mounts; root without CAP_SYS_ADMIN (a container) does not; a normal user mounts
     through the setuid fusermount3, unless setuid programs are refused (no_new_privs, as in
@@ -195,11 +203,7 @@ def test_the_trial_mount_answers_as_a_real_mount_would() -> None:
 
 @needs_fuse
 @needs_ruff
-@pytest.mark.skipif(os.geteuid() != 0, reason="opens the workspace as another user")
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv missing (util-linux)")
-@pytest.mark.skipif(
-    not _setuid_fusermount(), reason="a normal user mounts with a setuid fusermount3"
-)
+@as_other_users
 def test_a_normal_users_ruff_lanes_answer_before_any_mount() -> None:
     """As the user `nobody`: a ruff workspace on a project it may read answers a branch's lint
     exactly, from the folder, without starting any overlay, in mode "fuse"."""
