@@ -169,23 +169,28 @@ def fuse_mounts() -> bool:
     if program is None or fuse_problem() is not None:
         return False
     ours, theirs = socket.socketpair()
-    target = ""
+    target, mounted = "", False
+    unmount = [program, "-u", "-z", "--"]
     try:
         target = tempfile.mkdtemp(prefix="shadowkernel-probe-")
         ours.settimeout(10)
         env = dict(os.environ, _FUSE_COMMFD=str(theirs.fileno()))  # where the fd is sent
         mount = [program, "-o", "nosuid,nodev,fsname=shadowkernel-probe", "--", target]
-        if _quietly(mount, env, theirs.fileno()) != 0:
+        mounted = _quietly(mount, env, theirs.fileno()) == 0
+        if not mounted:
             return False
         for fd in socket.recv_fds(ours, 1, 1)[1]:
             os.close(fd)
-        return _quietly([program, "-u", "-z", "--", target], env) == 0
+        mounted = _quietly([*unmount, target], env) != 0
+        return not mounted
     except (OSError, subprocess.SubprocessError):
         return False
     finally:
         ours.close()
         theirs.close()
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            if mounted:  # a step after the mount failed: it goes all the same
+                _quietly([*unmount, target], dict(os.environ))
             os.rmdir(target)
 
 
