@@ -249,11 +249,14 @@ class Workspace:
 
     def _servers_for(self, shadow: Shadow | DetachedShadow) -> Sequence[Any]:
         """Detached shadows root servers at the user's folder: their caches go elsewhere."""
-        specs = self._specs
         if not isinstance(shadow, DetachedShadow):
-            return specs
-        env = private_cache_env(shadow.cache_dir)
-        return [attrs.evolve(spec, env={**env, **spec.env}) for spec in specs]
+            return self._specs
+        return self._caching_in(shadow.cache_dir)
+
+    def _caching_in(self, cache_dir: str) -> list[ServerSpec]:
+        """The servers, their caches sent to `cache_dir` (for servers rooted at the folder)."""
+        env = private_cache_env(cache_dir)
+        return [attrs.evolve(spec, env={**env, **spec.env}) for spec in self._specs]
 
     @functools.cached_property
     def _specs(self) -> list[ServerSpec]:
@@ -279,9 +282,8 @@ class Workspace:
         servers' caches go to the workspace's own directory, as in documents mode)."""
         if self._caches is None:
             return None
-        env = private_cache_env(self._caches)
-        specs = [attrs.evolve(spec, env={**env, **spec.env}) for spec in self._specs]
-        return LspPool(self.root, specs, self._idle_timeout, project=self.root)
+        return LspPool(self.root, self._caching_in(self._caches), self._idle_timeout,
+                       project=self.root)  # fmt: skip
 
     def _lane(self, index: int, shadow: Shadow | DetachedShadow, threaded: bool) -> Lane:
         return Lane(index, shadow, self._pool(shadow), threaded,  # type: ignore[arg-type]
