@@ -120,3 +120,22 @@ def add_user(name: str, *options: str) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if subprocess.run(["id", name], capture_output=True).returncode != 0:
             subprocess.run(["useradd", *options, name], check=True)
+
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+VIEW = "checkout"  # in a child's temporary folder: where the readable view of the checkout goes
+
+
+def readable_checkout(tmp: Path) -> list[str]:
+    """A prefix mounting, in a private mount namespace the child inherits, a read-only
+    overlayfs view of the checkout whose top folder others may enter: a checkout in a 0700
+    folder (a `mktemp -d` clone) is otherwise out of the child's user's reach. Nothing is
+    mounted on the machine, and the checkout is not changed."""
+    top = tmp / "checkout-top"
+    for folder in (top, tmp / VIEW):
+        folder.mkdir(mode=0o755, exist_ok=True)
+        folder.chmod(0o755)
+    view = f"lowerdir={top}:{CHECKOUT}"
+    script = 'mount -t overlay -o "$1" shadowkernel-checkout "$2" && shift 2 && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh",
+            view, str(tmp / VIEW)]  # fmt: skip

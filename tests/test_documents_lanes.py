@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from overlay_helpers import needs_fuse
+from run_helpers import CHECKOUT, VIEW, readable_checkout
 
 import shadowkernel as sk
 from shadowkernel.lsp import available_servers
@@ -159,10 +160,17 @@ with sk.Workspace(sys.argv[1], servers=["ruff"], state=None) as ws:
 
 def _as(prefix: list[str], *argv: str) -> str:
     done = subprocess.run([*prefix, sys.executable, *argv], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).parent.parent,
-                          env=dict(os.environ, HOME="/tmp"))  # fmt: skip
+                          timeout=120, cwd="/", env=dict(os.environ, HOME="/tmp"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
+
+
+def _as_nobody(tmp: Path, *setpriv: str) -> list[str]:
+    """A prefix running a command as `nobody`, the checkout shown at its own path through a
+    view that user may read (a clone in a 0700 folder is otherwise out of its reach)."""
+    over = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    return [*readable_checkout(tmp), "sh", "-c", over, "sh", str(tmp / VIEW), str(CHECKOUT),
+            *NOBODY, *setpriv]  # fmt: skip
 
 
 def _probe(prefix: list[str]) -> str:
@@ -190,21 +198,21 @@ as_other_users = pytest.mark.skipif(
 
 @needs_fuse
 @as_other_users
-def test_the_trial_mount_answers_as_a_real_mount_would() -> None:
+def test_the_trial_mount_answers_as_a_real_mount_would(tmp_path: Path) -> None:
     """Root mounts; root without CAP_SYS_ADMIN (a container) does not; a normal user mounts
     through the setuid fusermount3, unless setuid programs are refused (no_new_privs, as in
     many sandboxes). Where it says no, lanes mount at the open, which falls back to documents
     mode when the mount fails (tests/test_fallback_child.py)."""
     assert _probe([]) == "True"
     assert _probe(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-all"]) == "False"
-    assert _probe(NOBODY) == "True"
-    assert _probe([*NOBODY, "--no-new-privs"]) == "False"
+    assert _probe(_as_nobody(tmp_path)) == "True"
+    assert _probe(_as_nobody(tmp_path, "--no-new-privs")) == "False"
 
 
 @needs_fuse
 @needs_ruff
 @as_other_users
-def test_a_normal_users_ruff_lanes_answer_before_any_mount() -> None:
+def test_a_normal_users_ruff_lanes_answer_before_any_mount(tmp_path: Path) -> None:
     """As the user `nobody`: a ruff workspace on a project it may read answers a branch's lint
     exactly, from the folder, without starting any overlay, in mode "fuse"."""
     project = Path(tempfile.mkdtemp(prefix="sk-nobody-"))
@@ -217,7 +225,7 @@ def test_a_normal_users_ruff_lanes_answer_before_any_mount() -> None:
         for path in (project / "pkg" / "mod.py", project / "ruff.toml"):
             path.chmod(0o644)
         before = folder_digest(project)
-        found = _as(NOBODY, "-c", ON_DEMAND, str(project))
+        found = _as(_as_nobody(tmp_path), "-c", ON_DEMAND, str(project))
         assert found == "['F401', 'F821'] False fuse"
         assert folder_digest(project) == before
     finally:

@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 from overlay_helpers import FUSE_REASON, snapshot
-from run_helpers import add_user
+from run_helpers import VIEW, add_user, readable_checkout
 
 from shadowkernel.paths import is_within
 from shadowkernel.run.runner import SETUP_RACE
@@ -116,9 +116,6 @@ def child_argv(variant: str, tmp: Path, command: list[str]) -> list[str]:
     return [*outer, "--", *drop, *inner, "--", *command]
 
 
-VIEW = "checkout"  # in the child's /tmp folder: where the readable view of the checkout goes
-
-
 def enterable(top: Path, relative: Path) -> None:
     """`top / relative` and the folders between, made where others may enter them."""
     folder = top
@@ -126,21 +123,6 @@ def enterable(top: Path, relative: Path) -> None:
         folder = folder / part
         folder.mkdir(exist_ok=True)
         folder.chmod(0o755)
-
-
-def readable_checkout(tmp: Path) -> list[str]:
-    """A prefix mounting, in a private mount namespace the child inherits, a read-only
-    overlayfs view of the checkout whose top folder others may enter: a checkout in a 0700
-    folder (a `mktemp -d` clone) is otherwise out of the child's user's reach. Nothing is
-    mounted on the machine, and the checkout is not changed."""
-    top = tmp / "checkout-top"
-    for folder in (top, tmp / VIEW):
-        folder.mkdir(mode=0o755, exist_ok=True)
-        folder.chmod(0o755)
-    view = f"lowerdir={top}:{ROOT}"
-    script = 'mount -t overlay -o "$1" shadowkernel-checkout "$2" && shift 2 && exec "$@"'
-    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh",
-            view, str(tmp / VIEW)]  # fmt: skip
 
 
 @pytest.fixture
