@@ -24,6 +24,7 @@ from shadowkernel.errors import OverlayError, PathError
 from shadowkernel.overlay import mounts
 from shadowkernel.overlay.shadow import Shadow
 from shadowkernel.overlay.store import WHITEOUT, Dir, File
+from shadowkernel.text.ends import ends
 
 pytestmark = needs_fuse
 
@@ -131,6 +132,20 @@ def test_switch_shows_the_new_bytes_after_a_cached_read(shadow: Shadow) -> None:
     assert (Path(shadow.mountpoint) / "pkg/mod.py").stat().st_size == len("branch b, longer\n")
     shadow.activate({})
     assert text(shadow, "pkg/mod.py").startswith("def add")
+
+
+def test_a_blob_kept_as_its_change_from_a_newer_one_shows_whole(shadow: Shadow) -> None:
+    """An older version's blob that keeps only its change (`Blob.shrink`) reaches the overlay
+    as its bytes: the overlay never gets the chain."""
+    old = b"".join(b"line %d\n" % i for i in range(5_000))
+    new = old.replace(b"line 2500\n", b"line 2500 edited\n")
+    older, newer = shadow.store.make(old), shadow.store.make(new)
+    older.shrink(newer, *ends(old, new))
+    assert older.data is None and older.bytes() == old
+    mod = Path(shadow.mountpoint) / "pkg/mod.py"
+    for blob, content in [(older, old), (newer, new), (older, old)]:
+        shadow.activate({"pkg/mod.py": File(blob=blob, mtime_ns=1)})
+        assert mod.read_bytes() == content and mod.stat().st_size == len(content)
 
 
 def test_switch_of_a_file_that_differs_only_in_size(shadow: Shadow) -> None:

@@ -4,6 +4,8 @@ directly (no shadow, no servers), and nobody reaching into a branch's private me
 from __future__ import annotations
 
 import ast
+import pickle
+import random
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from shadowkernel.errors import ClosedError, ShadowError, StagingError
 from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File
 from shadowkernel.paths import RelPath
 from shadowkernel.workspace.folder import Folder
+from shadowkernel.workspace.staging import DELTA_RUN
 from shadowkernel.workspace.state import BranchState, file_bytes, merge
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shadowkernel"
@@ -140,6 +143,64 @@ def test_a_long_history_keeps_in_memory_the_budget_and_the_head(library: Path) -
         assert dict(state.versions[3].files) == {BIG: texts[2]}
     finally:
         store.close()
+
+
+def small_edits(base: bytes, n: int, seed: int, large: int = 0) -> list[bytes]:
+    """n versions, each a random small edit of the one before (a line added, removed or
+    changed anywhere), and every `large`th a large one (a third of the file rewritten)."""
+    rng, text, out = random.Random(seed), base, []
+    for k in range(n):
+        at = rng.randrange(len(text))
+        if large and k % large == large - 1:
+            text = text[:at] + text[at:][::-1][: len(text) // 3] + text[at + len(text) // 3 :]
+        else:
+            cut = rng.choice([0, 0, rng.randrange(1, 200)])
+            text = (
+                text[:at] + rng.choice([b"", b"x = %d\n" % k, b"# \xc3\xa9\n"]) + text[at + cut :]
+            )
+        out.append(text)
+    return out
+
+
+def test_small_changes_keep_older_versions_as_changes_read_back_exactly(library: Path) -> None:
+    base = (library / BIG).read_bytes()
+    store, folder = BlobStore(), Folder(str(library))
+    try:
+        for seed, large in ((1, 10), (2, 0)):
+            state, texts = BranchState("agent"), small_edits(base, 70, seed, large)
+            for text in texts:
+                state.stage({BIG: text}, "write", folder, store.make)
+            blobs = [v.manifest[BIG].blob for v in state.versions[1:]]  # type: ignore[union-attr]
+            # Every version reads as staged, from its blob and from its files.
+            assert [v.files[BIG] for v in state.versions[1:]] == texts
+            assert [b.bytes() for b in blobs] == texts
+            # Whole copies: the head, the large changes' versions, one after DELTA_RUN in a row.
+            whole = [b for b in blobs if b.data is not None]
+            assert len(whole) == 1 + (7 if large else 70 // (DELTA_RUN + 1))
+            assert held_bytes(state) == sum(b.size for b in whole)  # the rest: from blobs
+            hops = []  # reading one goes through at most DELTA_RUN changes
+            for blob in blobs:
+                hops.append(0)
+                while blob.change is not None:
+                    hops[-1], blob = hops[-1] + 1, blob.change.newer
+            assert max(hops) == (9 if large else DELTA_RUN)
+            # What the store counts is what it keeps: whole bytes, and the changes' middles.
+            assert store.in_memory == sum(
+                len(b.data) if b.data is not None else len(b.change.middle)  # type: ignore[union-attr]
+                for b in {id(b): b for v in state.versions for b in _blobs(v)}.values()
+            )
+            # Another process (the overlay) gets the bytes, not the chain.
+            shrunk = next(b for b in blobs if b.change is not None)
+            sent = pickle.loads(pickle.dumps(shrunk))
+            assert sent.data == shrunk.bytes() and sent.change is None and sent == shrunk
+            del state, blobs, whole, shrunk, sent, blob
+        assert store.in_memory == 0  # everything counted went with the branches
+    finally:
+        store.close()
+
+
+def _blobs(version) -> list:  # type: ignore[no-untyped-def]
+    return [o.blob for o in version.manifest.values() if isinstance(o, File) and o.blob]
 
 
 def test_a_released_version_read_after_its_spill_is_gone_names_the_path(library: Path) -> None:

@@ -46,7 +46,7 @@ def receive(sock: socket.socket) -> Any:
 
 
 def is_stub(blob: Blob) -> bool:
-    return blob.data is None and blob.spill is None
+    return not blob.in_memory and blob.spill is None
 
 
 def memory_sent(changes: Mapping[RelPath, Override | None]) -> int:

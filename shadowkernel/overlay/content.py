@@ -59,10 +59,8 @@ class Contents:
         return self.lower.read(override.origin)
 
     def _read_blob(self, blob: Blob, offset: int, size: int) -> bytes:
-        if blob.data is not None:
-            return blob.data[offset : offset + size]
-        fd = self._spill_fds.get(blob.spill)  # type: ignore[arg-type]
-        if fd is None:
+        fd = self._spill_fds.get(blob.spill) if blob.spill else None
+        if fd is None:  # in memory (whole or a delta), or a spill file not held open
             return blob.read(offset, size)
         return os.pread(fd, max(0, min(size, blob.size - offset)), blob.at + offset)
 

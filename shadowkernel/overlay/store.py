@@ -28,7 +28,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..paths import RelPath, is_within
@@ -41,18 +41,33 @@ _blob_ids = itertools.count(1)
 
 @dataclass(frozen=True, eq=False)
 class Blob:
-    """Immutable file content, in memory or spilled to a private file. Compared by identity."""
+    """Immutable file content, in memory or spilled to a private file. Compared by identity.
+
+    In memory, an older version's blob may come to keep its bytes as their change from a newer
+    blob's (`shrink`): the same content, a fraction of the memory. Another process gets the
+    bytes (`__reduce__`), never the chain."""
 
     id: str
     size: int
     data: bytes | None = None
     spill: str | None = None  # path of a file nobody else writes
     at: int = 0  # where in `spill` its bytes start (a segment holds many blobs)
+    change: Change | None = field(default=None, repr=False)  # set by `shrink`, then data goes
+    charge: Charge | None = field(default=None, repr=False)  # what the store counts for it
+
+    def __reduce__(self) -> tuple[type[Blob], tuple[str, int, bytes | None, str | None, int]]:
+        data = self.data
+        if data is None and self.change is not None:
+            data = self.change.bytes()
+        return Blob, (self.id, self.size, data, self.spill, self.at)
 
     def read(self, offset: int = 0, size: int = -1) -> bytes:
         end = self.size if size < 0 else min(self.size, offset + size)
-        if self.data is not None:
-            return self.data[offset:end]
+        data = self.data  # read once: `shrink` may drop it meanwhile (its change is set first)
+        if data is None and self.change is not None:
+            data = self.change.bytes()
+        if data is not None:
+            return data[offset:end]
         assert self.spill is not None
         with open(self.spill, "rb") as f:
             return os.pread(f.fileno(), end - offset, self.at + offset) if end > offset else b""
@@ -60,12 +75,61 @@ class Blob:
     def bytes(self) -> bytes:
         return self.read()
 
+    def shrink(self, newer: Blob, prefix: int, suffix: int, run: int = 1) -> None:
+        """Keep this blob's bytes (in memory) as newer's with its middle replaced: they share
+        `prefix` bytes at the start and then `suffix` at the end (`run`: see `Change`).
+        Readers in other threads see the bytes or the change, never neither."""
+        data = self.data
+        assert data is not None and prefix + suffix <= min(len(data), newer.size)
+        middle = data[prefix : len(data) - suffix]
+        object.__setattr__(self, "change", Change(newer, prefix, suffix, middle, run))
+        object.__setattr__(self, "data", None)
+        if self.charge is not None:
+            self.charge.move(len(middle))
+
+    @property
+    def in_memory(self) -> bool:
+        """Its bytes are in this process (whole, or as a change), not in a spill file."""
+        return self.data is not None or self.change is not None
+
     # Identity is the id, so a blob stays itself across the control channel's pickling.
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Blob) and other.id == self.id
 
     def __hash__(self) -> int:
         return hash(self.id)
+
+
+@dataclass(frozen=True)
+class Change:
+    """Bytes as a newer blob's with a middle replaced: newer[:prefix] + middle +
+    newer[size - suffix:]. `run`: the changes in a row that end with this one (each older one's
+    newer blob is the next), so reading the oldest goes through `run` of them to this one's
+    newer blob; whoever shrinks blobs keeps it bounded."""
+
+    newer: Blob
+    prefix: int
+    suffix: int
+    middle: bytes
+    run: int
+
+    def bytes(self) -> bytes:
+        newer = memoryview(self.newer.bytes())
+        return b"".join((newer[: self.prefix], self.middle, newer[len(newer) - self.suffix :]))
+
+
+class Charge:
+    """The bytes a store counts against its budget for one blob, until the blob goes."""
+
+    def __init__(self, store: BlobStore, size: int) -> None:
+        self.store, self.size = store, size
+
+    def move(self, size: int) -> None:
+        self.store.account(size - self.size)
+        self.size = size
+
+    def end(self) -> None:
+        self.move(0)
 
 
 class BlobStore:
@@ -108,8 +172,9 @@ class BlobStore:
             if in_memory:
                 self.in_memory += len(data)
         if in_memory:
-            blob = Blob(_new_id(), len(data), data=bytes(data))
-            weakref.finalize(blob, self.account, -len(data))
+            charge = Charge(self, len(data))
+            blob = Blob(_new_id(), len(data), data=bytes(data), charge=charge)
+            weakref.finalize(blob, charge.end)
             return blob
         if not self.file_per_blob:
             return self._append(data)
@@ -148,8 +213,8 @@ class BlobStore:
         owner; else the overlay's own (its buffer's) content, now ours. One of ours that went
         since is referred to, never owned: its file went with it, or is a segment that holds
         other blobs and goes with the last of them."""
-        if blob.data is not None:
-            return self.make(blob.data)
+        if blob.in_memory:
+            return self.make(blob.bytes())
         assert blob.spill is not None
         known = _spilled.get(blob.id)
         if known is not None:

@@ -1,12 +1,13 @@
 """What two texts (or two byte strings) share at their ends: the length of their common prefix
 and suffix, found by galloping then bisection on `startswith`/`endswith` at an offset (memcmp
 in C, not a loop over characters; only the probe of one side is copied, and no further than
-the shared part reaches). An incremental `didChange` (lsp/documents) and a version recorded as
-its change from the previous one (workspace/durable) both cost O(len) compares this way."""
+the shared part reaches; bytes' probes are views, not copies). An incremental `didChange`
+(lsp/documents) and a version recorded as its change from the previous one (workspace/staging,
+workspace/durable) both cost O(len) compares this way."""
 
 from __future__ import annotations
 
-from typing import AnyStr
+from typing import AnyStr, cast
 
 GALLOP = 4_096  # the first probe's length; each equal probe doubles the next one
 
@@ -50,5 +51,6 @@ def common_suffix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> i
 def ends(a: AnyStr, b: AnyStr) -> tuple[int, int]:
     """(prefix, suffix): how much `a` and `b` share at their start and, after it, at their end
     (the two never overlap: prefix + suffix <= min(len(a), len(b)))."""
-    prefix = common_prefix(a, b, 0, len(a), 0, len(b))
-    return prefix, common_suffix(a, b, prefix, len(a), prefix, len(b))
+    probes = cast(AnyStr, memoryview(b)) if isinstance(b, bytes) else b  # bytes: no copies
+    prefix = common_prefix(a, probes, 0, len(a), 0, len(b))
+    return prefix, common_suffix(a, probes, prefix, len(a), prefix, len(b))

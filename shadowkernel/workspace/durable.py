@@ -28,10 +28,11 @@ the store. `benchmarks/durable.py` measures the policies.
 
 A large file's version that changed a small part of the branch's previous content of that
 path (its last version, else its base) is recorded as that change instead of a blob: the
-lengths of the common prefix and suffix, the new middle in base64, and the new length
-(`DELTA_MIN`, `DELTA_SHARE`). An agent editing a 5,644-line file then writes a few hundred
-bytes into the record per version, not a 250 KB blob to write, hash and fsync; restoring
-replays the change on the content the branch had (records are replayed in order).
+lengths of the common prefix and suffix (found once while staging, `staging.changes_from`),
+the new middle in base64, and the new length (`staging.DELTA_MIN`, `DELTA_SHARE`). An agent
+editing a 5,644-line file then writes a few hundred bytes into the record per version, not a
+250 KB blob to write, hash and fsync; restoring replays the change on the content the branch
+had (records are replayed in order).
 
 Restoring checks every blob the record names (each read and hashed once, by two threads,
 before the replay) but copies none: a restored version's content is a blob reading a hard link
@@ -74,7 +75,7 @@ from ..text.ends import ends
 from . import statedir
 from .folder import Folder
 from .identity import IdentityCache
-from .staging import Version
+from .staging import DELTA_MIN, Ends, Version, small_change
 from .state import MOMENTS, Base, BranchState, Conflicts
 
 log = logging.getLogger(__name__)
@@ -111,8 +112,6 @@ SYNC = "behind"  # the policy of stores a Workspace opens (benchmarks/durable.py
 CHECKPOINT_BYTES = 4 * 2**20
 FLUSH_LINGER = 0.05  # seconds a flush round waits for more records: the window a machine crash
 # may take beyond the round's own fsyncs (a process crash takes nothing)
-DELTA_MIN = 16 * 1024  # content at least this long may be recorded as a change ...
-DELTA_SHARE = 8  # ... when its changed middle is at most 1/DELTA_SHARE of it
 
 
 class Blobs:
@@ -273,11 +272,13 @@ class DurableStore:
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
         bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int],
-        conflicts: Conflicts | None = None,
+        conflicts: Conflicts | None = None, changes: Mapping[RelPath, Ends] = {},
     ) -> None:  # fmt: skip
+        """`changes`: what some paths' bytes share with the head's (found while staging)."""
         self._record(state, "version", lambda put: {
             "number": version.number, "op": version.op,
-            "data": {p: _delta(_before(state, p, bases), d) or put(d) for p, d in data.items()},
+            "data": {p: _delta(_before(state, p, bases), d, changes.get(p)) or put(d)
+                     for p, d in data.items()},
             "bases": {p: [self._put_base(b), mode] for p, (b, mode) in bases.items()},
             "taken": dict(taken), "modes": dict(version.modes),
             **({} if conflicts is None else
@@ -611,15 +612,18 @@ def _before(state: BranchState, path: RelPath, bases: Mapping[RelPath, Base]) ->
     return bases[path][0] if path in bases else state.bases.get(path)
 
 
-def _delta(before: bytes | None, data: bytes | None) -> list[Any] | None:
-    """`data` as its change from `before`: [prefix, suffix, length, middle in base64], or
-    None when a blob is the better record (no previous content, a small file, a large change)."""
+def _delta(
+    before: bytes | None, data: bytes | None, shared: Ends | None = None
+) -> list[Any] | None:
+    """`data` as its change from `before` (`shared`: what they share, if known): [prefix,
+    suffix, length, middle in base64], or None when a blob is the better record (no previous
+    content, a small file, a large change)."""
     if before is None or data is None or len(data) < DELTA_MIN:
         return None
-    prefix, suffix = ends(before, data)
-    middle = data[prefix : len(data) - suffix]
-    if len(middle) * DELTA_SHARE > len(data):
+    prefix, suffix = ends(before, data) if shared is None else shared
+    if not small_change(len(data), (prefix, suffix)):
         return None
+    middle = data[prefix : len(data) - suffix]
     return [prefix, suffix, len(data), base64.b64encode(middle).decode("ascii")]
 
 

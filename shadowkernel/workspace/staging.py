@@ -7,8 +7,11 @@ only the changed paths (DESIGN invariant 2).
 
 A version's bytes of a path a later version changed are kept as its manifest's blob alone
 (`Files.release`): where that blob spilled past the memory budget, the bytes leave memory and
-are read back from the spill file when asked for. A long history then costs memory up to the
-budget, not a copy of the file per version (an agent's 100 edits of a 175 KB file held 17 MB).
+are read back from the spill file when asked for; where it is in memory and the change was
+small (`small_change`), the blob keeps only its change from the next version's (`Blob.shrink`,
+at most `DELTA_RUN` in a row before one stays whole). A long history then costs memory for its
+changes, not a copy of the file per version (an agent's 100 edits of a 175 KB file held
+17 MB), and the bytes a new version takes come from freed memory, not from new pages.
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ from ..overlay.store import WHITEOUT, Blob, Dir, File, Manifest, Override, Symli
 from ..paths import RelPath, parent
 from ..sched import Snapshot
 from ..text.content import decode
+from ..text.ends import ends
+
+DELTA_MIN = 16 * 1024  # a file at least this long may be kept as its change from another ...
+DELTA_SHARE = 8  # ... when its changed middle is at most 1/DELTA_SHARE of it
+DELTA_RUN = 64  # versions of a path kept as changes in a row: reading one joins at most this many
 
 DEFAULT_MODE = 0o644
 LINK = 0o120000  # a path's mode when it is a symlink: its bytes are the link's target (as in git)
@@ -126,6 +134,26 @@ class Version:
     # the mode of each touched path whose mode the branch set (else its base's mode);
     # LINK: a symlink whose target is the path's bytes
     modes: Mapping[RelPath, int] = field(default_factory=lambda: MappingProxyType({}))
+
+
+Ends = tuple[int, int]  # the bytes two contents share at their start, then at their end
+
+
+def changes_from(files: Files, data: Mapping[RelPath, bytes | Blob | None]) -> dict[RelPath, Ends]:
+    """For each path of `data` whose bytes in `files` (the head's) are held and large, what the
+    new bytes share with them (`text.ends`: compares in C, no copy): found once per staging,
+    for the durable record's change and for keeping the superseded bytes as a change."""
+    out = {}
+    for path, new in data.items():
+        old = files.held(path)
+        if old is not None and isinstance(new, bytes) and min(len(old), len(new)) >= DELTA_MIN:
+            out[path] = ends(old, new)
+    return out
+
+
+def small_change(size: int, shared: Ends) -> bool:
+    """Content of `size` bytes sharing `shared` with another is worth keeping as its change."""
+    return (size - sum(shared)) * DELTA_SHARE <= size
 
 
 def n_files(n: int) -> str:

@@ -23,7 +23,17 @@ from ..paths import RelPath, parent
 from .accept import merge_plan
 from .folder import Folder
 from .scratch import Scratch
-from .staging import DEFAULT_MODE, LINK, Files, Version, staged
+from .staging import (
+    DEFAULT_MODE,
+    DELTA_RUN,
+    LINK,
+    Ends,
+    Files,
+    Version,
+    changes_from,
+    small_change,
+    staged,
+)
 
 Base = tuple[bytes | None, int]  # the user's bytes of a path (None: absent) and its mode
 
@@ -75,13 +85,19 @@ class Journal(Protocol):
     def version(
         self, state: BranchState, version: Version, data: Mapping[RelPath, bytes | None],
         bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int],
-        conflicts: Conflicts | None = None,
+        conflicts: Conflicts | None = None, changes: Mapping[RelPath, Ends] = {},
     ) -> None: ...  # fmt: skip
     def scratch(self, state: BranchState, written: Mapping[RelPath, Override | None]) -> None: ...
     def rebase(
         self, state: BranchState, bases: Mapping[RelPath, Base], taken: Mapping[RelPath, int]
     ) -> None: ...
     def drop(self, state: BranchState) -> None: ...
+
+
+def _blob(version: Version, path: RelPath) -> Blob | None:
+    """The blob holding `path`'s bytes in `version`'s manifest (None: a link, or none)."""
+    blob = getattr(version.manifest.get(path), "blob", None)
+    return blob if isinstance(blob, Blob) else None
 
 
 def fork() -> Version:
@@ -141,9 +157,10 @@ class BranchState:
                          for p in data if p not in self.bases}  # fmt: skip
             version = self.next_version(data, op, new_bases, modes or {}, folder, make)
             moments = {p: (taken or {}).get(p) or MOMENTS.tick() for p in new_bases}
+            changes = changes_from(self.head.files, data)
             if self.journal is not None:
-                self.journal.version(self, version, data, new_bases, moments, conflicts)
-            self.append(version, data, new_bases, moments, conflicts)
+                self.journal.version(self, version, data, new_bases, moments, conflicts, changes)
+            self.append(version, data, new_bases, moments, conflicts, changes)
             return version.number
 
     def next_version(
@@ -176,10 +193,12 @@ class BranchState:
     def append(
         self, version: Version, data: Mapping[RelPath, object], bases: Mapping[RelPath, Base],
         taken: Mapping[RelPath, int] | None = None, conflicts: Conflicts | None = None,
+        changes: Mapping[RelPath, Ends] = {},
     ) -> None:  # fmt: skip
         """Record a version made from `data` (its paths leave the scratch layer) and the bases
         of the paths it touched first (taken now, unless `taken` says when); a merge's version
-        brings the `conflicts` it leaves, any later one resolves the paths it stages."""
+        brings the `conflicts` it leaves, any later one resolves the paths it stages.
+        `changes`: what its bytes share with the head's (`changes_from`), if known."""
         with self.lock:
             if conflicts is not None:
                 self.conflicts, self.restaged = conflicts, set()
@@ -191,24 +210,42 @@ class BranchState:
                 self.taken[path] = (taken or {}).get(path) or MOMENTS.tick()
             self.scratch.discard(data)
             self.versions.append(version)
-            self._release_superseded(data)
+            for path in data:
+                self._release_superseded(path, changes.get(path))
 
-    def _release_superseded(self, paths: Iterable[RelPath]) -> None:
-        """The versions before the head keep the bytes of `paths` it replaced only as their
-        manifest's blob: spilled past the memory budget, they leave memory (staging.Files).
-        Consecutive versions share one bytes object per path; the walk stops where they no
-        longer do (so each version is released once)."""
+    def _release_superseded(self, path: RelPath, shared: Ends | None) -> None:
+        """The versions before the head keep the bytes of `path` it replaced only as their
+        manifest's blob, read back when asked for (staging.Files): spilled past the memory
+        budget, they leave memory; in memory, the blob keeps only their change from the
+        head's, when it is small (`shared`: what the two share) and the run of changes before
+        it is short. Consecutive versions share one bytes object and one blob per path; the
+        walk stops where they no longer do (so each version is released once)."""
         versions = self.versions  # the fork, then at least the head
-        for path in paths:
-            older, index = versions[-2].files.held(path), len(versions) - 2
-            while older is not None and index >= 0:
-                version = versions[index]
-                if version.files.held(path) is not older:
-                    break
-                blob = getattr(version.manifest.get(path), "blob", None)
-                if isinstance(blob, Blob) and blob.data is None and blob.size == len(older):
-                    version.files.release(path, blob)  # spilled: read back when asked for
-                index -= 1
+        older, index = versions[-2].files.held(path), len(versions) - 2
+        if older is None:  # deleted, released already, or untouched
+            return
+        sharing: list[Version] = []
+        while index >= 0 and versions[index].files.held(path) is older:
+            sharing.append(versions[index])
+            index -= 1
+        blob = _blob(sharing[0], path)
+        if blob is None or blob.size != len(older):
+            return
+        if blob.data is older:  # in memory, whole
+            newer = _blob(versions[-1], path)
+            before = _blob(versions[index], path) if index >= 0 else None
+            if newer is None or shared is None or not small_change(len(older), shared):
+                return
+            run = 1  # the changes in a row that end with this one, so reads stay short
+            if before is not None and before.change is not None and before.change.newer is blob:
+                run += before.change.run
+            if run > DELTA_RUN:
+                return
+            blob.shrink(newer, *shared, run)
+        elif blob.in_memory:
+            return
+        for version in sharing:
+            version.files.release(path, blob)
 
     def absorb(self, written: Mapping[RelPath, Override | None]) -> None:
         """What a run wrote joins the scratch layer (later runs see it)."""
