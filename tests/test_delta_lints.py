@@ -22,7 +22,7 @@ import pytest
 from overlay_helpers import needs_fuse
 
 import shadowkernel as sk
-from shadowkernel.lsp import Lint, available_servers, line_map, mark_new
+from shadowkernel.lsp import Lint, available_servers, line_map, linemap, mark_new
 from shadowkernel.paths import RelPath
 
 FILES = ("more_itertools/more.py", "more_itertools/recipes.py")
@@ -136,10 +136,12 @@ def test_new_column_equals_the_reference_after_random_edits(
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_line_map_agrees_with_the_edits(library: Path, seed: int) -> None:
+@pytest.mark.parametrize("breaks", [b"\n", b"\r\n"])
+def test_line_map_agrees_with_the_edits(library: Path, seed: int, breaks: bytes) -> None:
     """Every kept line maps to its own base line (or to one reading exactly the same, where
-    lines repeat); every inserted line maps nowhere."""
-    base_text = (library / FILES[0]).read_bytes()
+    lines repeat); every inserted line maps nowhere. A CRLF base has no index of its breaks:
+    its lines are counted in it."""
+    base_text = (library / FILES[0]).read_bytes().replace(b"\n", breaks)
     base_lines = base_text.splitlines()
     rng = random.Random(seed)
     edited = Edited.of(base_text)
@@ -154,6 +156,19 @@ def test_line_map_agrees_with_the_edits(library: Path, seed: int) -> None:
             assert found == origin or (
                 found is not None and base_lines[found - 1] == base_lines[origin - 1]
             ), (number, origin, found)
+
+
+def test_lines_counted_on_a_bases_index_equal_those_counted_in_it(library: Path) -> None:
+    data = (library / FILES[0]).read_bytes()  # a new bytes object: not indexed yet
+    rng = random.Random(7)
+    stretches = [sorted(rng.sample(range(len(data) + 1), 2)) for _ in range(300)]
+    stretches += [[0, len(data)], [0, linemap.INDEXED], [len(data) - linemap.INDEXED, len(data)]]
+    assert linemap.BASE_BREAKS.cached((data,)) is None
+    counted = [linemap._count_lines(data, begin, end) for begin, end in stretches]
+    line_map(data, data + b"x = 1\n")  # indexes its base
+    assert linemap.BASE_BREAKS.cached((data,)) is not None
+    assert [linemap._count_lines(data, begin, end) for begin, end in stretches] == counted
+    assert counted[-3] == data.count(b"\n") + (not data.endswith(b"\n"))
 
 
 def test_line_map_of_identical_empty_and_crlf_texts() -> None:

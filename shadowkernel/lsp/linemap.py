@@ -3,7 +3,7 @@
 `line_map(base, new)` works on bytes (LSP's line breaks, \\n, \\r\\n and \\r, are the only ones
 `bytes.splitlines` knows) and costs what the edit spans, not what the file holds:
 
-1. the common prefix and suffix are found on the raw bytes (a few memcmp calls) and cut back to
+1. the common prefix and suffix are found on the raw bytes (`text.ends`) and cut back to
    whole lines; for one edit, only the lines between them are looked at. Where what is left
    is large (edits in several places), a few lines from its middle found exactly once on
    both sides split it in two, and each half is matched the same way (bytes.find, memcmp);
@@ -17,6 +17,9 @@
 Nothing is quadratic in the file: Python touches the lines of the edited places only (a few
 C passes over the bytes per split), and a hunk is paired exhaustively only while small
 (`PAIR_CELLS`), greedily in a short window beyond that. The answer is a few runs of lines.
+The base's line breaks are found once per base (one bytes object, shared by a branch's
+versions: `BASE_BREAKS`), so the lines before and after an edit are counted by bisection,
+not by a pass over the file each time (two thirds of a map's cost on more.py).
 
 Caveat: step 3 is a heuristic. A rewritten line that still reads much like the old one keeps
 the old line's identity, so a lint with the same code and message on it stays old.
@@ -31,6 +34,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..text.ends import common_prefix, common_suffix, view
+from ..text.identity import IdentityCache
+
 PAIR_CELLS = 2_500  # largest hunk (base lines x new lines) paired exhaustively
 WINDOW = 8  # how far ahead a greedy pairing looks in a larger hunk
 DEPTH = 4  # levels of line anchoring before a stretch is treated as one hunk
@@ -39,6 +47,8 @@ PROBE_LINES = 4  # a probe: this many lines from the middle of the base's unmatc
 SMALL = 4_096  # unmatched regions below this many bytes go straight to the line alignment
 SIMILAR = 0.75  # difflib ratio above which an edited line is the same line touched
 _SPACE = re.compile(rb"\s+")
+BASE_BREAKS: IdentityCache[np.ndarray | None] = IdentityCache(16)  # a base's `\n` offsets
+INDEXED = 16 * 1024  # stretches at least this long are counted on the index, when there is one
 
 Run = tuple[int, int, int]  # (first new line, first base line, lines), 1-based
 
@@ -67,6 +77,8 @@ class LineMap:
 def line_map(base: bytes, new: bytes) -> LineMap:
     """How `new` lines map to `base` lines (see the module docstring)."""
     runs: list[Run] = []
+    if len(base) >= INDEXED:
+        BASE_BREAKS.get((base,), lambda: _break_offsets(base))
     _match(base, new, 0, len(base), 0, len(new), 1, 1, runs, SPLITS)
     merged: list[list[int]] = []
     for first, origin, length in runs:
@@ -85,7 +97,7 @@ def line_map(base: bytes, new: bytes) -> LineMap:
 def _match(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int, la: int, lb: int,
            runs: list[Run], splits: int) -> None:  # fmt: skip
     """Align a[a0:a1] with b[b0:b1] (both begin at a line start; la, lb: their first lines)."""
-    same = _common_run(a, b, _ahead, a0, b0, min(a1 - a0, b1 - b0))
+    same = common_prefix(a, view(b), a0, a1, b0, b1)
     if same == a1 - a0 == b1 - b0:
         runs.append((lb, la, _count_lines(a, a0, a1)))
         return
@@ -102,7 +114,7 @@ def _match(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int, la: int, lb: 
 
 def _suffix_cut(a: bytes, b: bytes, a0: int, a1: int, b0: int, b1: int) -> tuple[int, int]:
     """Where the whole lines both regions end with begin (never before a0, b0)."""
-    same = _common_run(a, b, _behind, a1, b1, min(a1 - a0, b1 - b0))
+    same = common_suffix(a, view(b), a0, a1, b0, b1)
     at, at_b = a1 - same, b1 - same
     if same and at == a0 and (at_b == b0 or b[at_b - 1 : at_b] == b"\n"):
         return at, at_b  # the common tail begins at a line start on both sides
@@ -161,35 +173,21 @@ def _line_runs(a: list[bytes], b: list[bytes]) -> list[Run]:
     return runs
 
 
-def _ahead(data: bytes, origin: int, low: int, high: int) -> bytes:
-    return data[origin + low : origin + high]
-
-
-def _behind(data: bytes, origin: int, low: int, high: int) -> bytes:
-    return data[origin - high : origin - low]
-
-
-def _common_run(a: bytes, b: bytes, chunk: Callable[[bytes, int, int, int], bytes],
-                a_origin: int, b_origin: int, n: int) -> int:  # fmt: skip
-    """How many of at most `n` bytes the two texts share going from their origins, ahead or
-    behind (memcmp over chunks that double, then halve)."""
-    low, step, growing = 0, 4096, True
-    while low < n:
-        high = min(low + step, n)
-        if chunk(a, a_origin, low, high) == chunk(b, b_origin, low, high):
-            low = high
-            step = step * 2 if growing else step
-        elif high - low == 1:
-            return low
-        else:
-            step, growing = max((high - low) // 2, 1), False
-    return low
+def _break_offsets(data: bytes) -> np.ndarray | None:
+    """Where `data`'s `\n`s are (None: it holds a `\r`, whose breaks are counted instead)."""
+    if b"\r" in data:
+        return None
+    return np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
 
 
 def _count_lines(data: bytes, begin: int, end: int) -> int:
     """Lines in data[begin:end], which begins at a line start (LSP's breaks: \n, \r\n, \r)."""
     if begin >= end:
         return 0
+    index = BASE_BREAKS.cached((data,)) if end - begin >= INDEXED else None
+    if index is not None:
+        inside = int(np.searchsorted(index, end)) - int(np.searchsorted(index, begin))
+        return inside + (data[end - 1] != 10)
     if data.find(b"\r", begin, end) < 0:
         breaks = data.count(b"\n", begin, end)
     else:

@@ -51,6 +51,12 @@ def common_suffix(a: AnyStr, b: AnyStr, a0: int, a1: int, b0: int, b1: int) -> i
 def ends(a: AnyStr, b: AnyStr) -> tuple[int, int]:
     """(prefix, suffix): how much `a` and `b` share at their start and, after it, at their end
     (the two never overlap: prefix + suffix <= min(len(a), len(b)))."""
-    probes = cast(AnyStr, memoryview(b)) if isinstance(b, bytes) else b  # bytes: no copies
+    probes = view(b) if isinstance(b, bytes) else b
     prefix = common_prefix(a, probes, 0, len(a), 0, len(b))
     return prefix, common_suffix(a, probes, prefix, len(a), prefix, len(b))
+
+
+def view(data: bytes) -> bytes:
+    """`data` as a memoryview, for the probe side above: its slices are views, not copies
+    (`startswith`/`endswith` take any buffer). Typed as bytes, which it reads as."""
+    return cast(bytes, memoryview(data))

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 
 from ..lsp import Lint
 from ..paths import RelPath
-from .identity import IdentityCache
+from ..text.identity import IdentityCache
 from .staging import digest
 
 Key = tuple[str, RelPath, str]

@@ -72,9 +72,9 @@ from ..errors import PathError, ShadowError, StagingError
 from ..overlay.store import WHITEOUT, Blob, Dir, File, Override, Special, Symlink, remember
 from ..paths import RelPath
 from ..text.ends import ends
+from ..text.identity import IdentityCache
 from . import statedir
 from .folder import Folder
-from .identity import IdentityCache
 from .staging import DELTA_MIN, Ends, Version, small_change
 from .state import MOMENTS, Base, BranchState, Conflicts
 
