@@ -106,6 +106,35 @@ def test_the_timeline_reads_each_jobs_answer() -> None:
                       (None, None, None, "0 locations")]  # fmt: skip
 
 
+def test_agents_asking_in_turn_keep_their_lanes() -> None:
+    """With a lane per agent, each asking again once answered, a lane keeps serving the
+    branch it served last (its servers hold that branch's documents) instead of taking another
+    branch's request while that branch's own lane is free."""
+
+    async def serve() -> list[Event]:
+        lanes = [Lane(i, None, None, False) for i in range(3)]  # type: ignore[arg-type]
+        scheduler = Scheduler(lanes)
+        scheduler.start()
+
+        async def job(lane: Lane) -> Answer[None]:
+            await asyncio.sleep(0.001)  # a server's answer
+            return Answer(None, "done")
+
+        async def agent(name: str) -> None:
+            for _ in range(30):
+                await asyncio.sleep(0)  # the agent's own step between answers
+                await scheduler.submit(name, 1, "lint", "lint", job)
+
+        await asyncio.gather(*(agent(name) for name in "abc"))
+        await scheduler.close()
+        return scheduler.events
+
+    events = asyncio.run(serve())
+    lanes = {branch: {e.lane for e in events[3:] if e.branch == branch} for branch in "abc"}
+    assert all(len(used) == 1 for used in lanes.values()), lanes
+    assert len(set().union(*lanes.values())) == 3
+
+
 def test_a_serve_whose_caller_gave_up_fails_without_a_never_retrieved_error() -> None:
     """A caller cancelled while its request is served leaves the serve going; when the serve
     then fails (its server crashed), the error is recorded on the timeline and is nobody's to
