@@ -77,15 +77,17 @@ def test_a_lane_leaves_a_branch_to_the_free_lane_that_served_it_last() -> None:
     queue.done(1)
     queue.push("b", "b2")
     assert queue.last_waits(1) and not queue.last_waits(0)
-    assert queue.pop(0, leave_homes=True) is None  # lane 1 holds b's documents, and is free
-    assert queue.pop(1, leave_homes=True).payload == "b2"  # type: ignore[union-attr]
+    assert queue.pop(0, leave_to={1}) is None  # lane 1 holds b's documents, and is idle
+    assert queue.pop(1, leave_to={0}).payload == "b2"  # type: ignore[union-attr]
     queue.done(1)
     queue.push("b", "b3")
     assert queue.pop(0).payload == "b3"  # type: ignore[union-attr]  # any lane, when asked to
     queue.done(0)
-    queue.push("b", "b4")  # lane 0 served b last now; lane 1 no longer leaves it to anyone
+    queue.push("b", "b4")  # lane 0 served b last now
     assert not queue.last_waits(1) and queue.last_waits(0)
-    assert queue.pop(1, leave_homes=True).payload == "b4"  # type: ignore[union-attr]
+    assert queue.pop(1, leave_to={0}) is None  # left to lane 0
+    # Left only to the lanes named (idle ones, woken for it): lane 0 gone, lane 1 serves b.
+    assert queue.pop(1, leave_to={2}).payload == "b4"  # type: ignore[union-attr]
 
 
 def test_pop_before_done_is_a_usage_error() -> None:

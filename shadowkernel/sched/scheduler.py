@@ -284,7 +284,7 @@ class Scheduler:
     async def _work(self, lane: Lane) -> None:
         wake = self._wake[lane.index]
         while True:
-            ticket = self.queue.pop(lane.index, leave_homes=True)
+            ticket = self.queue.pop(lane.index, leave_to=self._idle)  # woken by _kick
             if ticket is None:
                 wake.clear()  # no await since pop(): no wakeup can be lost in between
                 self._idle.add(lane.index)
