@@ -53,14 +53,18 @@ def test_a_branch_is_served_by_one_lane_at_a_time(policy: str) -> None:
     assert queue.pop(1).payload == "a2"  # type: ignore[union-attr]
 
 
-def test_lanes_keep_their_branch_affinity() -> None:
-    queue: RequestQueue[str] = RequestQueue("round-robin", batch=8)
+def served_a_on_0_and_b_on_1(queue: RequestQueue[str]) -> RequestQueue[str]:
     queue.push("a", "a1")
     queue.push("b", "b1")
     assert queue.pop(0).payload == "a1"  # type: ignore[union-attr]
     assert queue.pop(1).payload == "b1"  # type: ignore[union-attr]
     queue.done(0)
     queue.done(1)
+    return queue
+
+
+def test_lanes_keep_their_branch_affinity() -> None:
+    queue = served_a_on_0_and_b_on_1(RequestQueue("round-robin", batch=8))
     queue.push("a", "a2")
     queue.push("b", "b2")
     assert queue.pop(1).payload == "b2"  # type: ignore[union-attr]
@@ -68,13 +72,7 @@ def test_lanes_keep_their_branch_affinity() -> None:
 
 
 def test_a_lane_leaves_a_branch_to_the_free_lane_that_served_it_last() -> None:
-    queue: RequestQueue[str] = RequestQueue("round-robin")
-    queue.push("a", "a1")
-    queue.push("b", "b1")
-    assert queue.pop(0).payload == "a1"  # type: ignore[union-attr]
-    assert queue.pop(1).payload == "b1"  # type: ignore[union-attr]
-    queue.done(0)
-    queue.done(1)
+    queue = served_a_on_0_and_b_on_1(RequestQueue("round-robin"))
     queue.push("b", "b2")
     assert queue.last_waits(1) and not queue.last_waits(0)
     assert queue.pop(0, leave_to={1}) is None  # lane 1 holds b's documents, and is idle
