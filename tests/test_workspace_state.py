@@ -174,7 +174,8 @@ def test_small_changes_keep_older_versions_as_changes_read_back_exactly(library:
             # Every version reads as staged, from its blob and from its files.
             assert [v.files[BIG] for v in state.versions[1:]] == texts
             assert [b.bytes() for b in blobs] == texts
-            # Whole copies: the head, the large changes' versions, one after DELTA_RUN in a row.
+            # Whole copies: the head, each version a large change replaced, one after
+            # DELTA_RUN changes in a row.
             whole = [b for b in blobs if b.data is not None]
             assert len(whole) == 1 + (7 if large else 70 // (DELTA_RUN + 1))
             assert held_bytes(state) == sum(b.size for b in whole)  # the rest: from blobs
