@@ -56,16 +56,16 @@ class Blob:
     charge: Charge | None = field(default=None, repr=False)  # what the store counts for it
 
     def __reduce__(self) -> tuple[type[Blob], tuple[str, int, bytes | None, str | None, int]]:
-        data = self.data
-        if data is None and self.change is not None:
-            data = self.change.bytes()
-        return Blob, (self.id, self.size, data, self.spill, self.at)
+        return Blob, (self.id, self.size, self._held(), self.spill, self.at)
+
+    def _held(self) -> bytes | None:
+        """The bytes in this process, whole or rebuilt from the change (None: spilled)."""
+        data = self.data  # read once: `shrink` may drop it meanwhile (its change is set first)
+        return data if data is not None or self.change is None else self.change.bytes()
 
     def read(self, offset: int = 0, size: int = -1) -> bytes:
         end = self.size if size < 0 else min(self.size, offset + size)
-        data = self.data  # read once: `shrink` may drop it meanwhile (its change is set first)
-        if data is None and self.change is not None:
-            data = self.change.bytes()
+        data = self._held()
         if data is not None:
             return data[offset:end]
         assert self.spill is not None

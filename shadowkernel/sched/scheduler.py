@@ -39,7 +39,7 @@ from ..lsp.documents import matches
 from ..overlay.shadow import Shadow
 from ..overlay.store import Manifest, changed_paths
 from ..paths import RelPath
-from .policy import SINGLE_FILE_SERVERS, LaneGrowth, Policy, RequestQueue
+from .policy import LaneGrowth, Policy, RequestQueue, single_file_only
 from .timeline import OUTSIDE, Answer, Event, Kind
 
 T = TypeVar("T")
@@ -103,7 +103,7 @@ class Lane:
         folder serves (`documents`), or the mount keeps what it shows: a lint by ruff beside
         jedi-language-server costs no switch."""
         asked = self._asked(servers)
-        documents_only = bool(asked) and all(s.name in SINGLE_FILE_SERVERS for s in asked)
+        documents_only = single_file_only([s.name for s in asked])
         if (
             documents_only
             and self.documents is not None
