@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
+import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +22,7 @@ from overlay_helpers import make_project, needs_fuse, snapshot
 from waiting import wait_for
 
 import shadowkernel as sk
+from shadowkernel.overlay.store import File
 from shadowkernel.workspace import durable, statedir
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
@@ -400,6 +404,105 @@ def test_a_history_past_the_memory_budget_comes_back_whole(library: Path, tmp_pa
         restored = again.branches["a"]
         assert history(again) == kept and str(restored.diff(version=3)) == diff_3
         assert "+X2 = 2" in diff_3 and restored.versions[1].files.held(path) is None
+
+
+def test_random_work_on_a_real_library_comes_back_after_every_restart(
+    library: Path, tmp_path: Path
+) -> None:
+    """Seeded work of agents on a real library (bursts of small edits and now and then a
+    rewrite of its largest files, deletes, a new module; merges, drops, accepts), the workspace
+    closed and reopened at random: before each close and after each reopen every branch has
+    every version it had, each reading back byte for byte what was staged, though long runs of
+    versions are kept as changes from the next and some bytes spilled past the budget."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    shutil.copytree(library, project)  # accept writes into it
+    rng, names, longest = random.Random(7), itertools.count(), 0
+    model: dict[str, list[dict[str, str | None]]] = {}  # branch -> versions -> path -> digest
+
+    def check(ws: sk.Workspace) -> None:
+        assert sorted(ws.branches) == sorted(model)
+        for name, versions in model.items():
+            got = ws.branches[name].versions
+            assert len(got) == len(versions), name
+            for number, files in enumerate(versions):
+                assert {p: _digest(got[number].files[p]) for p in files} == files, (name, number)
+
+    ws = reopen(project, state, memory_budget=BUDGET)
+    try:
+        for _ in range(60):
+            roll = rng.random()
+            if len(model) < 2 or (roll < 0.1 and len(model) < 5):
+                name = f"agent-{next(names)}"
+                ws.branch(name)
+                model[name] = [{}]
+            elif roll < 0.7:  # an agent's burst of edits
+                name = rng.choice(sorted(model))
+                for _ in range(rng.randrange(1, 40)):
+                    model[name].append(_stage(rng, ws.branches[name], project, model[name][-1]))
+            elif roll < 0.78 and len(model) < 6:
+                a, b = rng.sample(sorted(model), 2)
+                merged = ws.merge_check(ws.branches[a], ws.branches[b], f"merge-{next(names)}")
+                model[merged.name] = [{p: _digest(v.files[p]) for p in v.files}
+                                      for v in merged.versions]  # fmt: skip
+            elif roll < 0.84:
+                del model[name := rng.choice(sorted(model))]
+                ws.branches[name].drop()
+            elif roll < 0.9:
+                with contextlib.suppress(sk.ConflictError):  # the user's file moved on
+                    ws.branches[rng.choice(sorted(model))].accept()
+            else:
+                check(ws)
+                longest = max(longest, _longest_run(ws))
+                ws.close()
+                ws = reopen(project, state, memory_budget=BUDGET)
+                check(ws)
+        assert max(longest, _longest_run(ws)) >= 30  # versions kept as changes, in a row
+    finally:
+        ws.close()
+    with reopen(project, state, memory_budget=BUDGET) as ws:
+        check(ws)
+
+
+def _stage(rng: random.Random, branch: sk.Branch, project: Path,
+           files: dict[str, str | None]) -> dict[str, str | None]:  # fmt: skip
+    """One edit of a path (mostly the largest file), staged; the version's files as digests."""
+    path = rng.choices(("more_itertools/more.py", "more_itertools/recipes.py",
+                        "more_itertools/new.py"), (6, 1, 1))[0]  # fmt: skip
+    old = branch.files[path] if path in branch.files else _read(project / path)
+    if old is not None and rng.random() < 0.02:
+        branch.delete(path)
+        return {**files, path: None}
+    new = _edited(rng, old or b"")
+    branch.write_bytes(path, new)
+    return {**files, path: _digest(new)}
+
+
+BUDGET = 4 * 2**20  # the heads and the changes' middles fit; a rewrite's old bytes may spill
+
+
+def _longest_run(ws: sk.Workspace) -> int:
+    """The most versions of a path in a row kept as changes from the next, in any branch."""
+    return max((o.blob.change.run for b in ws.branches.values() for v in b.versions
+                for o in v.manifest.values()
+                if isinstance(o, File) and o.blob and o.blob.change), default=0)  # fmt: skip
+
+
+def _edited(rng: random.Random, data: bytes) -> bytes:
+    """A small edit at a random place, or now and then a rewrite of half the lines."""
+    if rng.random() < 0.02:
+        lines = data.splitlines(keepends=True) or [b"x = 1\n"]
+        rng.shuffle(lines)
+        return b"".join(lines[: len(lines) // 2 + 1])
+    at, comment = rng.randrange(len(data) + 1), f"# {rng.random()}\n".encode()
+    return data[:at] + comment * rng.randrange(3) + data[at + rng.randrange(80) :]
+
+
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 def test_the_flusher_checkpoints_the_record_not_the_callers(
