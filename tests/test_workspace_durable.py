@@ -406,6 +406,9 @@ def test_a_history_past_the_memory_budget_comes_back_whole(library: Path, tmp_pa
         assert "+X2 = 2" in diff_3 and restored.versions[1].files.held(path) is None
 
 
+BUDGET = 4 * 2**20  # the heads and the changes' middles fit; a rewrite's old bytes may spill
+
+
 def test_random_work_on_a_real_library_comes_back_after_every_restart(
     library: Path, tmp_path: Path
 ) -> None:
@@ -475,9 +478,6 @@ def _stage(rng: random.Random, branch: sk.Branch, project: Path,
     new = _edited(rng, old or b"")
     branch.write_bytes(path, new)
     return {**files, path: _digest(new)}
-
-
-BUDGET = 4 * 2**20  # the heads and the changes' middles fit; a rewrite's old bytes may spill
 
 
 def _longest_run(ws: sk.Workspace) -> int:
