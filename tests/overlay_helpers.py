@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from shadowkernel.overlay.store import Blob, File
+from shadowkernel.workspace.staging import Version
+
 FUSE_REASON = "needs /dev/fuse and fusermount3 (apt-get install fuse3)"
 HAS_FUSE = os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
 # In the fallback child (test_fallback_child.py) the workspace tests run without FUSE on purpose.
@@ -65,6 +68,11 @@ def snapshot(root: Path, with_times: bool = True) -> dict[str, tuple]:
                 body = None
             state[os.fsdecode(rel)] = (st.st_mode, body) + ((st.st_mtime_ns,) if with_times else ())
     return state
+
+
+def version_blobs(version: Version) -> list[Blob]:
+    """The blobs a branch version's manifest holds its files' bytes in."""
+    return [o.blob for o in version.manifest.values() if isinstance(o, File) and o.blob]
 
 
 @contextlib.contextmanager

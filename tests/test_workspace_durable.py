@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from overlay_helpers import make_project, needs_fuse, snapshot
+from overlay_helpers import make_project, needs_fuse, snapshot, version_blobs
 from waiting import wait_for
 
 import shadowkernel as sk
-from shadowkernel.overlay.store import File
 from shadowkernel.workspace import durable, statedir
 
 pytestmark = [needs_fuse, pytest.mark.timeout(180)]
@@ -482,9 +481,8 @@ def _stage(rng: random.Random, branch: sk.Branch, project: Path,
 
 def _longest_run(ws: sk.Workspace) -> int:
     """The most versions of a path in a row kept as changes from the next, in any branch."""
-    return max((o.blob.change.run for b in ws.branches.values() for v in b.versions
-                for o in v.manifest.values()
-                if isinstance(o, File) and o.blob and o.blob.change), default=0)  # fmt: skip
+    return max((blob.change.run for b in ws.branches.values() for v in b.versions
+                for blob in version_blobs(v) if blob.change), default=0)  # fmt: skip
 
 
 def _edited(rng: random.Random, data: bytes) -> bytes:

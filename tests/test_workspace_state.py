@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
+from overlay_helpers import version_blobs
 
 from shadowkernel.errors import ClosedError, ShadowError, StagingError
 from shadowkernel.overlay.store import WHITEOUT, BlobStore, Dir, File
@@ -188,7 +189,7 @@ def test_small_changes_keep_older_versions_as_changes_read_back_exactly(library:
             # What the store counts is what it keeps: whole bytes, and the changes' middles.
             assert store.in_memory == sum(
                 len(b.data) if b.data is not None else len(b.change.middle)  # type: ignore[union-attr]
-                for b in {id(b): b for v in state.versions for b in _blobs(v)}.values()
+                for b in {id(b): b for v in state.versions for b in version_blobs(v)}.values()
             )
             # Another process (the overlay) gets the bytes, not the chain.
             shrunk = next(b for b in blobs if b.change is not None)
@@ -198,10 +199,6 @@ def test_small_changes_keep_older_versions_as_changes_read_back_exactly(library:
         assert store.in_memory == 0  # everything counted went with the branches
     finally:
         store.close()
-
-
-def _blobs(version) -> list:  # type: ignore[no-untyped-def]
-    return [o.blob for o in version.manifest.values() if isinstance(o, File) and o.blob]
 
 
 def test_a_released_version_read_after_its_spill_is_gone_names_the_path(library: Path) -> None:
