@@ -36,12 +36,11 @@ from typing import Any
 
 import pytest
 from overlay_helpers import FUSE_REASON, snapshot
-from run_helpers import VIEW, add_user, readable_checkout
+from run_helpers import CHECKOUT, VIEW, add_user, readable_checkout
 
 from shadowkernel.paths import is_within
 from shadowkernel.run.runner import SETUP_RACE
 
-ROOT = Path(__file__).resolve().parent.parent
 USER = "skfallback"
 FILES = [
     "tests/test_workspace.py",
@@ -97,11 +96,11 @@ def child_argv(variant: str, tmp: Path, command: list[str]) -> list[str]:
     outer = ["bwrap", "--dev-bind", "/", "/", "--dev", "/dev",
              "--bind", str(tmp), "/tmp", "--die-with-parent"]  # fmt: skip
     if user is not None:  # root: the checkout shown where the child's user can read it
-        outer = [*readable_checkout(tmp), *outer, "--ro-bind", str(tmp / VIEW), str(ROOT)]
-        if is_within(str(ROOT), "/tmp"):  # its mount point lies in the child's /tmp (= tmp):
-            enterable(tmp, ROOT.relative_to("/tmp"))  # bwrap would make the folders 0700
-    elif is_within(str(ROOT), "/tmp"):
-        outer += ["--bind", str(ROOT), str(ROOT)]  # the child's /tmp would hide it
+        outer = [*readable_checkout(tmp), *outer, "--ro-bind", str(tmp / VIEW), str(CHECKOUT)]
+        if is_within(str(CHECKOUT), "/tmp"):  # its mount point lies in the child's /tmp (= tmp):
+            enterable(tmp, CHECKOUT.relative_to("/tmp"))  # bwrap would make the folders 0700
+    elif is_within(str(CHECKOUT), "/tmp"):
+        outer += ["--bind", str(CHECKOUT), str(CHECKOUT)]  # the child's /tmp would hide it
     if variant == "nocap":  # root, /dev/fuse there, but no CAP_SYS_ADMIN to mount anything
         return [*outer, "--dev-bind", "/dev/fuse", "/dev/fuse", "--", "setpriv",
                 "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--", *command]  # fmt: skip
@@ -163,7 +162,7 @@ def child_env(variant: str) -> dict[str, str]:
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": "/tmp/home",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(CHECKOUT),
         "PYTHONDONTWRITEBYTECODE": "1",
         "SHADOWKERNEL_FALLBACK_CHILD": variant,
     }
@@ -174,7 +173,7 @@ def run_child(
 ) -> subprocess.CompletedProcess[str]:
     pytest_argv = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                    "-o", "addopts=", *files, *extra]  # fmt: skip
-    return started(child_argv(variant, tmp, pytest_argv), cwd=ROOT, env=child_env(variant),
+    return started(child_argv(variant, tmp, pytest_argv), cwd=CHECKOUT, env=child_env(variant),
                    timeout=1400)  # fmt: skip
 
 
@@ -288,7 +287,7 @@ def test_the_escape_battery_finds_landlock_holding_in_the_locked_child(child_tmp
                 "syscalls": SYSCALLS, "abstract": f"sk-child-{os.getpid()}"}  # fmt: skip
         argv = [sys.executable, "-c", DRIVE, paths["project"], paths["library"], paths["native"],
                 PROBE, json.dumps(args)]  # fmt: skip
-        done = subprocess.run(child_argv("locked", child_tmp, argv), cwd=ROOT,
+        done = subprocess.run(child_argv("locked", child_tmp, argv), cwd=CHECKOUT,
                               env=child_env("locked"), capture_output=True, text=True,
                               timeout=1200)  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
