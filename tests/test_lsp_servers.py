@@ -360,6 +360,32 @@ def test_server_killed_mid_request_is_restarted(aio: Loop, make_pool: Any, tmp_p
     assert codes(aio.run(pool.lint(["m.py"], fixes=False))) == {"reportUndefinedVariable"}
 
 
+@needs("ruff", "pyright")
+def test_a_node_servers_helper_threads_run_below_the_thread_that_answers(
+    aio: Loop, make_pool: Any, tmp_path: Path
+) -> None:
+    write(tmp_path, {"m.py": FIXED})
+    pool = make_pool(tmp_path, ["ruff", "pyright"])
+    aio.run(pool.sync({"m.py": BROKEN}, []))
+    assert codes(aio.run(pool.lint(["m.py"], fixes=False)), "pyright") == {
+        "reportUndefinedVariable"
+    }
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    node = pool.statistics()["pyright"].pid  # the script's shebang runs node in this process
+    assert os.path.basename(os.readlink(f"/proc/{node}/exe")) == "node"
+    threads = thread_nices(node)
+    assert threads.pop(node) == own  # the thread that answers keeps the client's priority
+    assert len(threads) >= 4  # V8's platform workers at least
+    assert set(threads.values()) == {min(19, own + 10)}
+    ruff = thread_nices(pool.statistics()["ruff"].pid)  # ruff's threads do its real work
+    assert len(ruff) > 1 and set(ruff.values()) == {own}
+
+
+def thread_nices(pid: int) -> dict[int, int]:
+    return {int(tid): os.getpriority(os.PRIO_PROCESS, int(tid))
+            for tid in os.listdir(f"/proc/{pid}/task")}  # fmt: skip
+
+
 @needs("ruff")
 def test_server_killed_between_requests_restarts_on_next_use(aio: Loop, make_pool: Any,
                                                              tmp_path: Path) -> None:  # fmt: skip
