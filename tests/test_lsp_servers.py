@@ -381,6 +381,25 @@ def test_a_node_servers_helper_threads_run_below_the_thread_that_answers(
     assert len(ruff) > 1 and set(ruff.values()) == {own}
 
 
+@pytest.mark.parametrize("server", ["pyright", "basedpyright"])
+def test_pyright_asks_for_its_settings_and_loads_its_configuration_once(
+    aio: Loop, make_pool: Any, tmp_path: Path, server: str
+) -> None:
+    # Sent its settings as well (didChangeConfiguration), pyright loaded them and its
+    # configuration file a second time, and checked everything again.
+    if not INSTALLED.get(server):
+        pytest.skip(f"not installed: {server} (bash .ci/setup)")
+    write(tmp_path, {"m.py": FIXED, "pyrightconfig.json": '{"reportUndefinedVariable": "warning"}'})
+    pool = make_pool(tmp_path, [server])
+    aio.run(pool.sync({"m.py": BROKEN}, []))
+    lints = aio.run(pool.lint(["m.py"], fixes=False))
+    assert [lint.severity for lint in lints if lint.code == "reportUndefinedVariable"] == [
+        "warning"
+    ]
+    log = pool.client(server).stderr  # type: ignore[union-attr]
+    assert sum("Loading configuration file" in line for line in log) == 1
+
+
 def thread_nices(pid: int) -> dict[int, int]:
     return {int(tid): os.getpriority(os.PRIO_PROCESS, int(tid))
             for tid in os.listdir(f"/proc/{pid}/task")}  # fmt: skip

@@ -197,7 +197,7 @@ class LanguageClient:
         self.capabilities = result.capabilities
         self.encoding = str(result.capabilities.position_encoding or "utf-16")  # type: ignore[assignment]
         await self.endpoint.notify("initialized", {})
-        if self.spec.settings:
+        if self.spec.settings and not self.spec.pulls_settings:
             await self.endpoint.notify("workspace/didChangeConfiguration",
                                        {"settings": dict(self.spec.settings)})  # fmt: skip
         self.state = "running"
