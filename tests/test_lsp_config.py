@@ -44,6 +44,7 @@ extensions = [".go"]
 diagnostics = "pull"
 initialization_options = {pullDiagnostics = true}
 settings = {gopls = {staticcheck = true}}
+pulls_settings = true
 recheck_open = "resend"
 """})  # fmt: skip
     [spec] = resolve_specs(["my-go"], root)
@@ -51,7 +52,7 @@ recheck_open = "resend"
     assert spec.patterns == ("*.go",) and spec.language_ids == {".go": "go"}
     assert isinstance(spec.diagnostics, PullDiagnostics) and spec.recheck_open == "resend"
     assert spec.initialization_options == {"pullDiagnostics": True}
-    assert spec.settings == {"gopls": {"staticcheck": True}}
+    assert spec.settings == {"gopls": {"staticcheck": True}} and spec.pulls_settings
 
 
 def test_a_table_named_like_a_builtin_changes_only_its_keys(tmp_path: Path) -> None:

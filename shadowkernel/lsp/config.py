@@ -12,11 +12,11 @@ Read, later files winning per server name:
 A TOML table takes `command` (a list, or a string split like a shell would), `languages`
 (names in languages.py), `extensions` (a list, or a table extension -> languageId),
 `diagnostics` ("auto", "pull", "push", "tsserver", "none"), `initialization_options`,
-`settings`, `env`, `recheck_open`, `reads_disk`, `watch`, `request_timeout`, `install`. A
-table named like a built-in server changes only the keys it gives (e.g. clangd's `command`;
-jedi-language-server's lints need `diagnostics = "push"` and `initialization_options = {}`,
-since the built-in turns them off). Anything else is an ArgumentError naming the file and
-the key.
+`settings`, `pulls_settings`, `env`, `recheck_open`, `reads_disk`, `watch`, `request_timeout`,
+`install`. A table named like a built-in server changes only the keys it gives (e.g. clangd's
+`command`; jedi-language-server's lints need `diagnostics = "push"` and
+`initialization_options = {}`, since the built-in turns them off). Anything else is an
+ArgumentError naming the file and the key.
 """
 
 from __future__ import annotations
@@ -161,6 +161,7 @@ _TOML: dict[str, tuple[str, Callable[[str, str, Any], Any]]] = {
     "diagnostics": ("diagnostics", _mode),
     "initialization_options": ("initialization_options", _table),
     "settings": ("settings", _table),
+    "pulls_settings": ("pulls_settings", _flag),
     "env": ("env", _table),
     "recheck_open": ("recheck_open", _recheck),
     "reads_disk": ("reads_disk", _flag),
