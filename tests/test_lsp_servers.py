@@ -400,6 +400,20 @@ def test_pyright_asks_for_its_settings_and_loads_its_configuration_once(
     assert sum("Loading configuration file" in line for line in log) == 1
 
 
+@needs("pyright")
+def test_pyright_gets_its_settings_by_asking_for_them(
+    aio: Loop, make_pool: Any, tmp_path: Path
+) -> None:
+    """Not sent them, pyright still has its settings: the client answers its requests."""
+    strict = attrs.evolve(builtin_specs()["pyright"],
+                          settings={"python": {"analysis": {"typeCheckingMode": "strict"}}})  # fmt: skip
+    assert strict.pulls_settings
+    write(tmp_path, {"m.py": FIXED})
+    pool = make_pool(tmp_path, [strict])
+    aio.run(pool.sync({"m.py": "def f(x):\n    return x\n"}, []))
+    assert "reportMissingParameterType" in codes(aio.run(pool.lint(["m.py"], fixes=False)))
+
+
 def thread_nices(pid: int) -> dict[int, int]:
     return {int(tid): os.getpriority(os.PRIO_PROCESS, int(tid))
             for tid in os.listdir(f"/proc/{pid}/task")}  # fmt: skip
