@@ -455,10 +455,11 @@ def background_helpers(pid: int) -> None:
             continue
         for task in _tasks(process):
             thread = int(task.rpartition("/")[2])
+            if thread == process:  # the main thread: the one that answers
+                continue
             with contextlib.suppress(OSError):  # ended meanwhile
-                if thread != process:
-                    nice = os.getpriority(os.PRIO_PROCESS, thread)  # relative: never raised
-                    os.setpriority(os.PRIO_PROCESS, thread, min(19, nice + HELPER_NICE))
+                nice = os.getpriority(os.PRIO_PROCESS, thread)  # relative: never raised
+                os.setpriority(os.PRIO_PROCESS, thread, min(19, nice + HELPER_NICE))
 
 
 def _is_node(pid: int) -> bool:
