@@ -11,14 +11,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+import pytest
 from waiting import wait_for as wait_for  # the one bounded wait, re-exported for run tests
 
 
@@ -139,3 +142,36 @@ def readable_checkout(tmp: Path) -> list[str]:
     script = 'mount -t overlay -o "$1" shadowkernel-checkout "$2" && shift 2 && exec "$@"'
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh",
             view, str(tmp / VIEW)]  # fmt: skip
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def run_as(prefix: list[str], *argv: str) -> str:
+    """This interpreter with `argv` behind `prefix` (another user, say); its last line."""
+    done = subprocess.run([*prefix, sys.executable, *argv], capture_output=True, text=True,
+                          timeout=120, cwd="/", env=dict(os.environ, HOME="/tmp"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def as_nobody(tmp: Path, *setpriv: str) -> list[str]:
+    """A prefix running a command as `nobody`, the checkout shown at its own path through a
+    view that user may read (a clone in a 0700 folder is otherwise out of its reach)."""
+    over = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    return [*readable_checkout(tmp), "sh", "-c", over, "sh", str(tmp / VIEW), str(CHECKOUT),
+            *NOBODY, *setpriv]  # fmt: skip
+
+
+def other_users_problem() -> str | None:
+    """Why tests cannot run commands as other users here (None: they can)."""
+    if os.geteuid() != 0:
+        return "becomes other users with setpriv: needs root"
+    if shutil.which("setpriv") is None:
+        return "setpriv missing (util-linux)"
+    return None
+
+
+as_other_users = pytest.mark.skipif(
+    other_users_problem() is not None, reason=other_users_problem() or ""
+)

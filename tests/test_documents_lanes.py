@@ -12,14 +12,12 @@ import hashlib
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from overlay_helpers import needs_fuse
-from run_helpers import CHECKOUT, VIEW, readable_checkout
+from run_helpers import as_nobody, other_users_problem, run_as
 
 import shadowkernel as sk
 from shadowkernel.lsp import available_servers
@@ -147,7 +145,6 @@ def test_a_run_on_an_on_demand_lane_mounts_it(tmp_path: Path) -> None:
         assert ws.shadows[0].started
 
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 ON_DEMAND = """
 import sys, shadowkernel as sk
 with sk.Workspace(sys.argv[1], servers=["ruff"], state=None) as ws:
@@ -158,42 +155,25 @@ with sk.Workspace(sys.argv[1], servers=["ruff"], state=None) as ws:
 """
 
 
-def _as(prefix: list[str], *argv: str) -> str:
-    done = subprocess.run([*prefix, sys.executable, *argv], capture_output=True, text=True,
-                          timeout=120, cwd="/", env=dict(os.environ, HOME="/tmp"))  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
-
-
-def _as_nobody(tmp: Path, *setpriv: str) -> list[str]:
-    """A prefix running a command as `nobody`, the checkout shown at its own path through a
-    view that user may read (a clone in a 0700 folder is otherwise out of its reach)."""
-    over = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
-    return [*readable_checkout(tmp), "sh", "-c", over, "sh", str(tmp / VIEW), str(CHECKOUT),
-            *NOBODY, *setpriv]  # fmt: skip
-
-
-def _probe(prefix: list[str]) -> str:
-    return _as(
-        prefix, "-c", "from shadowkernel.run import capabilities as c; print(c.fuse_mounts())"
-    )
-
-
-def _other_users_problem() -> str | None:
-    """Why these tests cannot run as other users here (None: they can)."""
+def _other_users_mount_problem() -> str | None:
+    """Why these tests cannot mount as other users here (None: they can)."""
+    if problem := other_users_problem():
+        return problem
     program = shutil.which("fusermount3")
-    if os.geteuid() != 0:
-        return "becomes other users with setpriv: needs root"
-    if shutil.which("setpriv") is None:
-        return "setpriv missing (util-linux)"
     if program is None or not os.stat(program).st_mode & 0o4000:
         return "a normal user mounts with a setuid fusermount3"
     return None
 
 
 as_other_users = pytest.mark.skipif(
-    _other_users_problem() is not None, reason=_other_users_problem() or ""
+    _other_users_mount_problem() is not None, reason=_other_users_mount_problem() or ""
 )
+
+
+def _probe(prefix: list[str]) -> str:
+    return run_as(
+        prefix, "-c", "from shadowkernel.run import capabilities as c; print(c.fuse_mounts())"
+    )
 
 
 @needs_fuse
@@ -205,8 +185,8 @@ def test_the_trial_mount_answers_as_a_real_mount_would(tmp_path: Path) -> None:
     mode when the mount fails (tests/test_fallback_child.py)."""
     assert _probe([]) == "True"
     assert _probe(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-all"]) == "False"
-    assert _probe(_as_nobody(tmp_path)) == "True"
-    assert _probe(_as_nobody(tmp_path, "--no-new-privs")) == "False"
+    assert _probe(as_nobody(tmp_path)) == "True"
+    assert _probe(as_nobody(tmp_path, "--no-new-privs")) == "False"
 
 
 @needs_fuse
@@ -225,7 +205,7 @@ def test_a_normal_users_ruff_lanes_answer_before_any_mount(tmp_path: Path) -> No
         for path in (project / "pkg" / "mod.py", project / "ruff.toml"):
             path.chmod(0o644)
         before = folder_digest(project)
-        found = _as(_as_nobody(tmp_path), "-c", ON_DEMAND, str(project))
+        found = run_as(as_nobody(tmp_path), "-c", ON_DEMAND, str(project))
         assert found == "['F401', 'F821'] False fuse"
         assert folder_digest(project) == before
     finally:

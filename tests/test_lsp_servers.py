@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from typing import Any, TypeVar
 
 import attrs
 import pytest
+from run_helpers import as_nobody, as_other_users, run_as
 from waiting import wait_until
 
 import shadowkernel as sk
@@ -379,6 +382,40 @@ def test_a_node_servers_helper_threads_run_below_the_thread_that_answers(
     assert set(threads.values()) == {min(19, own + 10)}
     ruff = thread_nices(pool.statistics()["ruff"].pid)  # ruff's threads do its real work
     assert len(ruff) > 1 and set(ruff.values()) == {own}
+
+
+HELPERS_AS_NOBODY = """
+import asyncio, os, sys
+from shadowkernel.lsp import LspPool
+async def main():
+    async with LspPool(sys.argv[1], ["pyright"]) as pool:
+        await pool.sync({"m.py": "x = undefined_name\\n"}, [])
+        codes = sorted({lint.code for lint in await pool.lint(["m.py"], fixes=False)})
+        node = pool.statistics()["pyright"].pid
+        nices = {int(t): os.getpriority(os.PRIO_PROCESS, int(t))
+                 for t in os.listdir(f"/proc/{node}/task")}
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        print(codes, nices.pop(node) - own, sorted({n - own for n in nices.values()}),
+              len(nices) >= 4)
+asyncio.run(main())
+"""
+
+
+@needs("pyright")
+@as_other_users
+def test_a_normal_users_node_server_runs_its_helper_threads_below_its_main_one(
+    tmp_path: Path,
+) -> None:
+    """As the user `nobody` (no privilege to raise a priority back): pyright's helper threads
+    go 10 nice levels down from the client's, its main thread stays at the client's."""
+    project = Path(tempfile.mkdtemp(prefix="sk-nobody-"))
+    try:
+        project.chmod(0o755)
+        found = run_as(as_nobody(tmp_path), "-c", HELPERS_AS_NOBODY, str(project))
+        own = os.getpriority(os.PRIO_PROCESS, 0)  # the child's too
+        assert found == f"['reportUndefinedVariable'] 0 [{min(19, own + 10) - own}] True"
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
 
 
 @pytest.mark.parametrize("server", ["pyright", "basedpyright"])
