@@ -165,7 +165,7 @@ def _other_users_mount_problem() -> str | None:
     return None
 
 
-as_other_users = pytest.mark.skipif(
+as_users_who_mount = pytest.mark.skipif(
     _other_users_mount_problem() is not None, reason=_other_users_mount_problem() or ""
 )
 
@@ -177,7 +177,7 @@ def _probe(prefix: list[str]) -> str:
 
 
 @needs_fuse
-@as_other_users
+@as_users_who_mount
 def test_the_trial_mount_answers_as_a_real_mount_would(tmp_path: Path) -> None:
     """Root mounts; root without CAP_SYS_ADMIN (a container) does not; a normal user mounts
     through the setuid fusermount3, unless setuid programs are refused (no_new_privs, as in
@@ -191,7 +191,7 @@ def test_the_trial_mount_answers_as_a_real_mount_would(tmp_path: Path) -> None:
 
 @needs_fuse
 @needs_ruff
-@as_other_users
+@as_users_who_mount
 def test_a_normal_users_ruff_lanes_answer_before_any_mount(tmp_path: Path) -> None:
     """As the user `nobody`: a ruff workspace on a project it may read answers a branch's lint
     exactly, from the folder, without starting any overlay, in mode "fuse"."""
