@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
 import socket
@@ -163,12 +164,16 @@ def as_nobody(tmp: Path, *setpriv: str) -> list[str]:
             *NOBODY, *setpriv]  # fmt: skip
 
 
+@functools.cache
 def other_users_problem() -> str | None:
     """Why tests cannot run commands as other users here (None: they can)."""
     if os.geteuid() != 0:
         return "becomes other users with setpriv: needs root"
     if shutil.which("setpriv") is None:
         return "setpriv missing (util-linux)"
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:  # root without CAP_SYS_ADMIN, as in many containers
+        return "shows the checkout to another user in a mount namespace: unshare --mount failed"
     return None
 
 
