@@ -42,7 +42,11 @@ Every agent asks again as soon as it is answered, so by Little's law the mean la
 N / answers/s on either side: the mean ratio is the inverse of the answers/s ratio. The p50
 ratio adds how each side spreads its waits: round-robin lanes give every agent about the
 same wait (mean / p50 near 1), N servers sharing the cores give some agents short waits and
-others long ones (a lower median, a longer p95); the ratios line prints both spreads.
+others long ones (a lower median, a longer p95); the ratios line prints both spreads. An
+agent's step is its edit, then its lint: the same law holds for the whole step, so a side
+whose edit takes longer (a worktree's write to disk, against staging) leaves its agents less
+of the step to wait for answers, a lower p50 at the same answers/s. `edit and answer p50`
+times the whole step on both sides.
 
 Measured on 2 cores (2026-12-02, benchmarks/README.md has the runs): `ruff:1000`, 2,000
 answers, none wrong, 219.7-284.9 answers/s with nothing else running (6.3-7.6 ms of CPU per
@@ -240,7 +244,8 @@ class Agents:
     def __init__(self, began: float, n: int, memory: Memory | None = None) -> None:
         self.began, self.n = began, n
         self.memory = memory  # sampled once more when the agents finish
-        self.latencies: list[float] = []
+        self.latencies: list[float] = []  # from the lint request to its answer
+        self.cycles: list[float] = []  # from the edit (staged, or written to the worktree)
         self.times: list[float] = []  # when each answer came
         self.first: dict[int, float] = {}
         self.wrong: list[str] = []
@@ -269,9 +274,12 @@ class Agents:
         later = sum(1 for t in self.times if t > since)
         return later / (self.last - since) if later else 0.0
 
-    def answered(self, agent: int, step: int, asked: float, messages: list[str]) -> None:
+    def answered(
+        self, agent: int, step: int, edited: float, asked: float, messages: list[str]
+    ) -> None:
         now = time.perf_counter()
         self.latencies.append(now - asked)
+        self.cycles.append(now - edited)
         self.times.append(now)
         if agent not in self.first:
             self.first[agent] = now - self.began
@@ -309,11 +317,12 @@ async def worktrees_side(
     async def agent(i: int) -> None:
         for step in range(edits):
             text = edited(base, places, i, step)
+            began = time.perf_counter()
             (trees / f"agent-{i}" / file).write_text(text)
             asked = time.perf_counter()
             await pools[i].sync({file: text}, [file])
             lints = await pools[i].lint([file], fixes=False)
-            agents.answered(i, step, asked, [lint.message for lint in lints])
+            agents.answered(i, step, began, asked, [lint.message for lint in lints])
 
     try:
         await asyncio.gather(*(agent(i) for i in range(n)))
@@ -352,7 +361,9 @@ async def shadow_agents(
 
     async def agent(i: int) -> None:
         for step in range(edits):
-            branches[i].write(file, edited(base, places, i, step))
+            text = edited(base, places, i, step)
+            began = time.perf_counter()
+            branches[i].write(file, text)
             asked = time.perf_counter()
             if answer == "table":
                 table = await branches[i].lint_async([file], fixes=False)
@@ -360,7 +371,7 @@ async def shadow_agents(
             else:
                 report = await branches[i].lint_report_async([file], fixes=False)
                 messages = [lint.message for lint in report.lints]
-            agents.answered(i, step, asked, messages)
+            agents.answered(i, step, began, asked, messages)
 
     await asyncio.gather(*(agent(i) for i in range(n)))
     agents.finish()
@@ -427,13 +438,16 @@ def run_side(
         extra = {"durable": durable, "answer": answer, "loop": loop, **found}
     peak = memory.stop()
     answers, wall = len(agents.latencies), agents.last - agents.agents_began
+    mean = statistics.fmean(agents.latencies) * 1000 if answers else 0.0
     return {
         "side": side, "server": server, "branches": n, "edits": edits, "answers": answers,
         "wrong": len(agents.wrong), "wrong_examples": agents.wrong[:3],
         "wall_s": wall, "answers_per_s": answers / wall, "steady_per_s": agents.steady_rate(),
         "p50_ms": percentile(agents.latencies, 0.5) * 1000,
-        "mean_ms": statistics.fmean(agents.latencies) * 1000 if answers else 0.0,
+        "mean_ms": mean,
         "p95_ms": percentile(agents.latencies, 0.95) * 1000,
+        "cycle_p50_ms": percentile(agents.cycles, 0.5) * 1000,
+        "edit_mean_ms": statistics.fmean(agents.cycles) * 1000 - mean if answers else 0.0,
         "first_answer_slowest_s": max(agents.first.values(), default=0.0),
         "cpu_ms_per_answer": agents.cpu / answers * 1000 if answers else 0.0,
         "own_cpu_ms_per_answer": agents.own_cpu / answers * 1000 if answers else 0.0,
@@ -501,6 +515,8 @@ def ratios(rows: list[dict]) -> list[dict]:
             "steady": sk_row["steady_per_s"] / wt["steady_per_s"] if wt["steady_per_s"] else 0.0,
             "p50": sk_row["p50_ms"] / wt["p50_ms"],
             "mean": sk_row["mean_ms"] / wt["mean_ms"],
+            "cycle_p50": sk_row["cycle_p50_ms"] / wt["cycle_p50_ms"],
+            "edit_mean_ms": (sk_row["edit_mean_ms"], wt["edit_mean_ms"]),
             "cpu_per_answer": sk_row["cpu_ms_per_answer"] / wt["cpu_ms_per_answer"],
             # How far each side's median lies below its mean (1.0: every agent waits alike).
             "spread_sk": sk_row["mean_ms"] / sk_row["p50_ms"],
@@ -519,7 +535,8 @@ def ratios(rows: list[dict]) -> list[dict]:
     return out
 
 
-MEDIAN_OF = ("answers_per_s", "steady", "p50", "first_answer_speedup", "first_answers_cpu", "pss")
+MEDIAN_OF = ("answers_per_s", "steady", "p50", "cycle_p50", "first_answer_speedup",
+             "first_answers_cpu", "pss")  # fmt: skip
 
 
 def medians(found: list[dict]) -> list[dict]:
@@ -584,7 +601,8 @@ def main() -> None:
             if not installed.get(server):
                 print(f"{case}: {server} is not installed, skipped", file=sys.stderr)
                 continue
-            order = ("worktrees", "shadowkernel") if turn % 2 else ("shadowkernel", "worktrees")
+            order: tuple[str, ...] = (("worktrees", "shadowkernel") if turn % 2
+                                      else ("shadowkernel", "worktrees"))  # fmt: skip
             if int(n) > MOST_WORKTREES:
                 order = ("shadowkernel",)
             for side in order:
@@ -607,7 +625,9 @@ def main() -> None:
         print(
             f"{name}: answers/s {r['answers_per_s']:.2f}x ({r['steady']:.2f}x once every "
             f"agent had its first answer), p50 {r['p50']:.2f}x, mean "
-            f"{r['mean']:.2f}x, CPU per answer {r['cpu_per_answer']:.2f}x, first answer "
+            f"{r['mean']:.2f}x, edit and answer p50 {r['cycle_p50']:.2f}x (the edit "
+            f"{r['edit_mean_ms'][0]:.2f} / {r['edit_mean_ms'][1]:.2f} ms), CPU per answer "
+            f"{r['cpu_per_answer']:.2f}x, first answer "
             f"{r['first_answer_speedup']:.1f}x faster, PSS {r['pss']:.2f}x of worktrees; "
             f"mean / p50 {r['spread_sk']:.2f} here, {r['spread_wt']:.2f} there"
         )
