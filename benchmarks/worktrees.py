@@ -245,7 +245,7 @@ class Agents:
         self.began, self.n = began, n
         self.memory = memory  # sampled once more when the agents finish
         self.latencies: list[float] = []  # from the lint request to its answer
-        self.cycles: list[float] = []  # from the edit (staged, or written to the worktree)
+        self.cycles: list[float] = []  # the whole step: from the edit (staged, or written)
         self.times: list[float] = []  # when each answer came
         self.first: dict[int, float] = {}
         self.wrong: list[str] = []
